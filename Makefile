@@ -1,0 +1,31 @@
+# collab: make demo brings up a forge on 127.0.0.1; make test runs the suite.
+GO ?= go
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all build test demo bench deps vet lint clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+# deps installs what the suite needs (openssh-server, chromium, …) when
+# missing; it uses apt-get and so needs root.
+deps:
+	./scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+	./scripts/staticcheck.sh
+
+test: deps vet
+	$(GO) test -count=1 -timeout 20m ./...
+
+demo: deps build
+	./scripts/demo.sh
+
+bench: deps build
+	./bench/run.sh
+
+clean:
+	rm -rf bin

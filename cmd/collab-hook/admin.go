@@ -1,0 +1,142 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "init",
+		Usage: "create the root, the database and forge.key (safe to run again)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "url", Usage: "the web UI's base URL"},
+			&cli.StringFlag{Name: "ssh", Usage: "how users reach the forge, e.g. ssh://git@forge.example:2222"},
+		},
+		Action: func(c *cli.Context) error {
+			root, err := rootOf(c)
+			if err != nil {
+				return err
+			}
+			err = forge.Init(c.Context, root, map[string]string{forge.SettingURL: c.String("url"), forge.SettingSSH: c.String("ssh")})
+			if err != nil {
+				return fault.Wrap(err, "init failed")
+			}
+			fmt.Fprintf(c.App.Writer, "forge root %s ready\n", root.Dir)
+			return nil
+		},
+	}
+}
+
+func configCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "config",
+		Usage: "the root's settings (url, ssh)",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "get",
+				ArgsUsage: "KEY",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 || !forge.ValidSetting(c.Args().First()) {
+						return fault.New(fault.Usage, "usage: config get KEY (one of url, ssh)")
+					}
+					return withDB(c, func(root forge.Root, db *store.DB) error {
+						v, err := store.Setting(c.Context, db.R(), c.Args().First())
+						if err != nil {
+							return err
+						}
+						fmt.Fprintln(c.App.Writer, v)
+						return nil
+					})
+				},
+			},
+			{
+				Name:      "set",
+				ArgsUsage: "KEY VALUE",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 2 || !forge.ValidSetting(c.Args().First()) {
+						return fault.New(fault.Usage, "usage: config set KEY VALUE (KEY one of url, ssh)")
+					}
+					return withDB(c, func(root forge.Root, db *store.DB) error {
+						return store.SetSetting(c.Context, db.R(), c.Args().Get(0), c.Args().Get(1))
+					})
+				},
+			},
+		},
+	}
+}
+
+func repoCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "repo",
+		Usage: "create and list repositories",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "create",
+				ArgsUsage: "NAME",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "public", Usage: "readable by everyone, anonymously too"},
+					&cli.StringFlag{Name: "description"},
+				},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return fault.New(fault.Usage, "usage: repo create NAME [--public] [--description D]")
+					}
+					bin, err := binary()
+					if err != nil {
+						return err
+					}
+					return withDB(c, func(root forge.Root, db *store.DB) error {
+						r, err := repos.Create(c.Context, root, db, c.Args().First(), c.Bool("public"), c.String("description"), bin, time.Now())
+						if err != nil {
+							return err
+						}
+						fmt.Fprintf(c.App.Writer, "created %s\n", reponame.Display(r.Name))
+						return nil
+					})
+				},
+			},
+			{
+				Name: "list",
+				Action: func(c *cli.Context) error {
+					return withDB(c, func(root forge.Root, db *store.DB) error {
+						rs, err := repos.List(c.Context, db.R())
+						if err != nil {
+							return err
+						}
+						for _, r := range rs {
+							vis := "private"
+							if r.Public {
+								vis = "public"
+							}
+							fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\n", reponame.Display(r.Name), vis, r.Description)
+						}
+						return nil
+					})
+				},
+			},
+		},
+	}
+}
+
+// withDB opens the root's database for one admin command.
+func withDB(c *cli.Context, fn func(forge.Root, *store.DB) error) error {
+	root, err := rootOf(c)
+	if err != nil {
+		return err
+	}
+	db, err := root.Open(c.Context)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(root, db)
+}

@@ -1,0 +1,103 @@
+// Command collab-hook is collab's server side over stock OpenSSH and git:
+// the admin commands, the forced command (serve) and the repository hooks.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/argv"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+)
+
+func main() {
+	// A pusher's Ctrl-C closes the hooks' stderr; the database work must
+	// still finish, so a write to a closed pipe is an error, not a death.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args))
+}
+
+func newApp() *cli.App {
+	app := &cli.App{
+		Name:            "collab-hook",
+		Usage:           "the collab forge: admin commands, the ssh forced command and git hooks",
+		HideVersion:     true,
+		HideHelpCommand: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "root", Usage: "the forge root", EnvVars: []string{"COLLAB_ROOT"}, Value: forge.DefaultDir},
+			&cli.StringFlag{Name: "url", Usage: "the web UI's base URL for this run", EnvVars: []string{"COLLAB_URL"}},
+		},
+		Commands: []*cli.Command{
+			initCommand(),
+			configCommand(),
+			repoCommand(),
+			userCommand(),
+			keyCommand(),
+			grantCommand(),
+			revokeCommand(),
+			authorizedKeysCommand(),
+			keysCommandCommand(),
+			webhookCommand(),
+			exportCommand(),
+			fsckCommand(),
+			serveCommand(),
+			hookCommand(),
+		},
+	}
+	usage := func(_ *cli.Context, err error, _ bool) error { return fault.New(fault.Usage, "%s", err.Error()) }
+	app.OnUsageError = usage
+	var walk func([]*cli.Command)
+	walk = func(cs []*cli.Command) {
+		for _, c := range cs {
+			c.OnUsageError = usage
+			walk(c.Subcommands)
+		}
+	}
+	walk(app.Commands)
+	return app
+}
+
+func run(ctx context.Context, args []string) int {
+	app := newApp()
+	err := app.RunContext(ctx, append(args[:1:1], argv.Reorder(app, args[1:])...))
+	if err == nil {
+		return 0
+	}
+	if ec, ok := err.(cli.ExitCoder); ok && fault.KindOf(err) == fault.Internal {
+		return ec.ExitCode() // already reported (serve, hooks)
+	}
+	fmt.Fprintf(os.Stderr, "collab-hook: %s\n", fault.Public(err))
+	if fault.KindOf(err) == fault.Internal && fault.Public(err) != err.Error() {
+		fmt.Fprintf(os.Stderr, "collab-hook: detail: %v\n", err)
+	}
+	return fault.ExitCode(err)
+}
+
+// rootOf returns the forge root named by --root.
+func rootOf(c *cli.Context) (forge.Root, error) {
+	return forge.New(c.String("root"))
+}
+
+// binary is the absolute path of this program, for hook shims and forced
+// commands.
+func binary() (string, error) {
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find own path: %w", err)
+	}
+	return p, nil
+}
+
+func notYet(name string) *cli.Command {
+	return &cli.Command{Name: name, Action: func(*cli.Context) error {
+		return fault.New(fault.Internal, "%s: not implemented yet", name)
+	}}
+}

@@ -1,0 +1,101 @@
+// Package argv lets flags come anywhere on a command line.
+//
+// urfave/cli v2, like Go's flag package, stops parsing flags at the first
+// positional argument, so "repo create demo --public" would take --public as
+// a second argument. The contract lets flags come before or after positional
+// arguments (as git and gh do), with "--" ending them. Reorder moves, at
+// every command level, each flag and its value in front of the positional
+// words before the words reach the parser.
+package argv
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Reorder returns args (without the program name) rearranged for app.
+func Reorder(app *cli.App, args []string) []string {
+	return reorder(app.Flags, app.Commands, args)
+}
+
+func reorder(flags []cli.Flag, cmds []*cli.Command, args []string) []string {
+	var flagWords, pos []string
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w == "--" {
+			pos = append(pos, args[i+1:]...)
+			return join(flagWords, pos, true)
+		}
+		if isFlag(w) {
+			flagWords = append(flagWords, w)
+			if !strings.Contains(w, "=") && takesValue(flags, w) && i+1 < len(args) {
+				i++
+				flagWords = append(flagWords, args[i])
+			}
+			continue
+		}
+		if len(pos) == 0 && len(cmds) > 0 {
+			out := append(flagWords, w)
+			if c := find(cmds, w); c != nil {
+				return append(out, reorder(c.Flags, c.Subcommands, args[i+1:])...)
+			}
+			// Not a command: leave the rest for the parser to refuse.
+			return append(out, args[i+1:]...)
+		}
+		pos = append(pos, w)
+	}
+	return join(flagWords, pos, false)
+}
+
+func join(flagWords, pos []string, dashdash bool) []string {
+	out := append([]string{}, flagWords...)
+	if !dashdash {
+		for _, p := range pos {
+			if isFlag(p) {
+				dashdash = true
+				break
+			}
+		}
+	}
+	if dashdash && len(pos) > 0 {
+		out = append(out, "--")
+	}
+	return append(out, pos...)
+}
+
+// isFlag reports whether w looks like a flag; "-" alone is a value (stdin).
+func isFlag(w string) bool { return len(w) > 1 && w[0] == '-' }
+
+func flagName(w string) string {
+	n := strings.TrimLeft(w, "-")
+	if i := strings.IndexByte(n, '='); i >= 0 {
+		n = n[:i]
+	}
+	return n
+}
+
+func takesValue(flags []cli.Flag, w string) bool {
+	name := flagName(w)
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if _, ok := f.(*cli.BoolFlag); ok {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func find(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package argv
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+func testApp() *cli.App {
+	return &cli.App{
+		Flags: []cli.Flag{&cli.StringFlag{Name: "root"}},
+		Commands: []*cli.Command{
+			{Name: "repo", Subcommands: []*cli.Command{
+				{Name: "create", Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "public"},
+					&cli.StringFlag{Name: "description", Aliases: []string{"d"}},
+				}},
+			}},
+			{Name: "issue", Subcommands: []*cli.Command{
+				{Name: "new", Flags: []cli.Flag{
+					&cli.StringFlag{Name: "title"},
+					&cli.StringFlag{Name: "body"},
+					&cli.BoolFlag{Name: "json"},
+				}},
+			}},
+		},
+	}
+}
+
+func TestReorder(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"repo create demo --public", "repo create --public demo"},
+		{"repo create --public demo", "repo create --public demo"},
+		{"--root /x repo create demo -d desc --public", "--root /x repo create -d desc --public demo"},
+		{"repo create demo --description=two", "repo create --description=two demo"},
+		{"issue new demo --title T --json --body -", "issue new --title T --json --body - demo"},
+		{"issue new demo --title --json", "issue new --title --json demo"},
+		{"issue new demo -- --title", "issue new -- demo --title"},
+		{"issue new -- -x", "issue new -- -x"},
+		{"unknown a --flag b", "unknown a --flag b"},
+		{"repo create", "repo create"},
+	} {
+		got := Reorder(testApp(), strings.Fields(tc.in))
+		if want := strings.Fields(tc.want); !reflect.DeepEqual(got, want) {
+			t.Errorf("Reorder(%q) = %q, want %q", tc.in, got, want)
+		}
+	}
+}
+
+// The reordered words must parse to what the user meant.
+func TestReorderParses(t *testing.T) {
+	var public bool
+	var name, desc string
+	app := testApp()
+	create := app.Commands[0].Subcommands[0]
+	create.Action = func(c *cli.Context) error {
+		public, name, desc = c.Bool("public"), c.Args().First(), c.String("description")
+		return nil
+	}
+	args := Reorder(app, strings.Fields("repo create org/demo --public -d x"))
+	if err := app.Run(append([]string{"prog"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if !public || name != "org/demo" || desc != "x" {
+		t.Fatalf("parsed public=%v name=%q desc=%q", public, name, desc)
+	}
+}

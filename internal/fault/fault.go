@@ -1,0 +1,133 @@
+// Package fault carries collab's refusals across package boundaries.
+//
+// An error has two channels, as in Gitea's hook path: a short message that is
+// safe to show the person at the other end (the pusher, the SSH client, the
+// HTTP caller), and the wrapped detail that goes only to the log. The Kind
+// fixes the exit code of the SSH verbs and the HTTP status of the API.
+package fault
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies a refusal.
+type Kind int
+
+const (
+	// Internal is a failure of the forge itself (exit 1, HTTP 500).
+	Internal Kind = iota
+	// Usage is bad usage or malformed input (exit 2, HTTP 400).
+	Usage
+	// Conflict is a lease held by another, not the holder, a stale token (exit 3, HTTP 409).
+	Conflict
+	// NotFound covers a missing repository, issue or patch, and a repository
+	// the caller may not read (exit 4, HTTP 404).
+	NotFound
+	// Denied is a caller who may read but not do this (exit 5, HTTP 403).
+	Denied
+	// TooLarge is an oversized body (exit 2, HTTP 413).
+	TooLarge
+	// Unsupported is a body of the wrong media type (exit 2, HTTP 415).
+	Unsupported
+	// Unauthenticated is a missing or bad credential (exit 5, HTTP 401).
+	Unauthenticated
+)
+
+// Error is a refusal with a public message and an optional private cause.
+type Error struct {
+	Kind Kind
+	// Msg is safe for the client: one line, no paths or SQL.
+	Msg string
+	// Err is the detail for the log; it may be nil.
+	Err error
+	// Fields carry extra JSON fields of a refusal (holder, expires_at, candidates).
+	Fields map[string]any
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns a refusal of kind k with a public message.
+func New(k Kind, format string, args ...any) *Error {
+	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an internal failure whose public message is msg and whose
+// detail is err.
+func Wrap(err error, msg string) *Error {
+	return &Error{Kind: Internal, Msg: msg, Err: err}
+}
+
+// With adds an extra JSON field to the refusal and returns it.
+func (e *Error) With(key string, value any) *Error {
+	if e.Fields == nil {
+		e.Fields = map[string]any{}
+	}
+	e.Fields[key] = value
+	return e
+}
+
+// As finds the *Error in err's chain; a plain error becomes an internal one
+// whose public message hides the detail.
+func As(err error) *Error {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &Error{Kind: Internal, Msg: "internal error", Err: err}
+}
+
+// KindOf reports the Kind of err (Internal for a plain error).
+func KindOf(err error) Kind { return As(err).Kind }
+
+// Public returns the message of err that is safe to show a client.
+func Public(err error) string { return As(err).Msg }
+
+// ExitCode maps err to the exit code of the contract.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	switch KindOf(err) {
+	case Usage, TooLarge, Unsupported:
+		return 2
+	case Conflict:
+		return 3
+	case NotFound:
+		return 4
+	case Denied, Unauthenticated:
+		return 5
+	default:
+		return 1
+	}
+}
+
+// HTTPStatus maps err to the status of the JSON API. The numbers are
+// spelled out so that collab-hook does not link net/http.
+func HTTPStatus(err error) int {
+	switch KindOf(err) {
+	case Usage:
+		return 400
+	case Conflict:
+		return 409
+	case NotFound:
+		return 404
+	case Denied:
+		return 403
+	case Unauthenticated:
+		return 401
+	case TooLarge:
+		return 413
+	case Unsupported:
+		return 415
+	default:
+		return 500
+	}
+}

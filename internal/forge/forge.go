@@ -1,0 +1,142 @@
+// Package forge knows the layout of a collab root: the repositories, the
+// database, the forge key and the settings kept in the database.
+package forge
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// DefaultDir is the root when neither --root nor COLLAB_ROOT says otherwise.
+const DefaultDir = "/srv/collab"
+
+// Settings a root knows; config set refuses others.
+const (
+	SettingURL = "url" // the web UI's base URL, for links printed to pushers
+	SettingSSH = "ssh" // how users reach the forge, for printed hints
+)
+
+// Settings lists the known setting keys.
+var Settings = []string{SettingURL, SettingSSH}
+
+// Root is a collab root directory.
+type Root struct{ Dir string }
+
+// New returns the root at dir, made absolute and with symlinks resolved so
+// that hooks compare paths reliably.
+func New(dir string) (Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Root{}, fmt.Errorf("root %s: %w", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return Root{Dir: abs}, nil
+}
+
+func (r Root) ReposDir() string { return filepath.Join(r.Dir, "repos") }
+func (r Root) DBPath() string   { return filepath.Join(r.Dir, "collab.db") }
+func (r Root) KeyPath() string  { return filepath.Join(r.Dir, "forge.key") }
+func (r Root) LogDir() string   { return filepath.Join(r.Dir, "log") }
+
+// Open opens the root's existing database.
+func (r Root) Open(ctx context.Context) (*store.DB, error) {
+	db, err := store.OpenExisting(ctx, r.DBPath())
+	if err != nil {
+		return nil, fault.Wrap(err, "forge database unavailable")
+	}
+	return db, nil
+}
+
+// Init creates the root, its database and forge key, and stores the given
+// non-empty settings. Running it again changes nothing else.
+func Init(ctx context.Context, r Root, settings map[string]string) error {
+	for _, d := range []string{r.Dir, r.ReposDir(), r.LogDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if err := ensureKey(r.KeyPath()); err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, r.DBPath())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for k, v := range settings {
+		if v == "" {
+			continue
+		}
+		if err := store.SetSetting(ctx, db.R(), k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ensureKey(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generate forge key: %w", err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "collab forge key")
+	if err != nil {
+		return fmt.Errorf("encode forge key: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil // another init won the race
+	}
+	if err != nil {
+		return fmt.Errorf("write forge key: %w", err)
+	}
+	if err := pem.Encode(f, block); err != nil {
+		f.Close()
+		return fmt.Errorf("write forge key: %w", err)
+	}
+	return f.Close()
+}
+
+// Key reads the forge's Ed25519 key (OpenSSH format, so ssh-keygen -Y and
+// git's SSH signing can use the same file).
+func (r Root) Key() (ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(r.KeyPath())
+	if err != nil {
+		return nil, fmt.Errorf("read forge key: %w", err)
+	}
+	k, err := ssh.ParseRawPrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("parse forge key: %w", err)
+	}
+	pk, ok := k.(*ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("forge key is %T, want ed25519", k)
+	}
+	return *pk, nil
+}
+
+// ValidSetting reports whether key is a known setting.
+func ValidSetting(key string) bool {
+	for _, k := range Settings {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,184 @@
+// Package repos creates and lists the forge's bare repositories and keeps
+// their git configuration and hook shims as collab needs them.
+package repos
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// Hooks are the git hooks collab installs in every repository.
+var Hooks = []string{"pre-receive", "proc-receive", "post-receive"}
+
+// gitConfig is what every collab repository needs: refs/for goes to
+// proc-receive, push options are advertised, and refs/collab is hidden from
+// receive-pack (a second wall behind pre-receive; upload-pack still serves it).
+var gitConfig = [][2]string{
+	{"receive.procReceiveRefs", "refs/for"},
+	{"receive.advertisePushOptions", "true"},
+	{"receive.hideRefs", "refs/collab"},
+}
+
+// Repo is a repository row.
+type Repo struct {
+	Name        string `json:"name"` // the key: org/foo.git
+	Public      bool   `json:"public"`
+	Description string `json:"description"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// Create makes a bare repository with collab's configuration and hooks, and
+// records it. binary is the absolute path of collab-hook for the shims.
+func Create(ctx context.Context, root forge.Root, db *store.DB, name string, public bool, description, binary string, now time.Time) (Repo, error) {
+	key, err := reponame.Key(name)
+	if err != nil {
+		return Repo{}, err
+	}
+	dir := filepath.Join(root.ReposDir(), filepath.FromSlash(key))
+	if _, err := os.Stat(dir); err == nil {
+		return Repo{}, fault.New(fault.Conflict, "repository %s already exists", reponame.Display(key))
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return Repo{}, fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
+	}
+	// The parent may be a symlink out of repos/; check before git writes there.
+	realRepos, err := filepath.EvalSymlinks(root.ReposDir())
+	if err != nil {
+		return Repo{}, fmt.Errorf("resolve repos dir: %w", err)
+	}
+	realParent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err != nil || (realParent != realRepos && !reponame.Inside(realRepos, realParent)) {
+		return Repo{}, fault.New(fault.Usage, "bad repository name %q: outside the forge", name)
+	}
+	if out, err := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--", dir).CombinedOutput(); err != nil {
+		return Repo{}, fmt.Errorf("git init %s: %w: %s", dir, err, out)
+	}
+	if err := Configure(ctx, root, dir, binary); err != nil {
+		return Repo{}, err
+	}
+	if err := SetExport(dir, public); err != nil {
+		return Repo{}, err
+	}
+	if description != "" {
+		if err := os.WriteFile(filepath.Join(dir, "description"), []byte(description+"\n"), 0o644); err != nil {
+			return Repo{}, fmt.Errorf("write description: %w", err)
+		}
+	}
+	r := Repo{Name: key, Public: public, Description: description, CreatedAt: store.FormatTime(now)}
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO repos(name, public, description, created_at) VALUES (?, ?, ?, ?)
+			 ON CONFLICT(name) DO UPDATE SET public = excluded.public, description = excluded.description`,
+			r.Name, r.Public, r.Description, r.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return Repo{}, fmt.Errorf("record repository %s: %w", key, err)
+	}
+	return r, nil
+}
+
+// Configure writes collab's git configuration and hook shims into dir.
+// fsck calls it to repair a repository.
+func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
+	for _, kv := range gitConfig {
+		if out, err := exec.CommandContext(ctx, "git", "--git-dir", dir, "config", kv[0], kv[1]).CombinedOutput(); err != nil {
+			return fmt.Errorf("git config %s: %w: %s", kv[0], err, out)
+		}
+	}
+	hooksDir := filepath.Join(dir, "hooks")
+	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
+		return fmt.Errorf("create hooks dir: %w", err)
+	}
+	for _, h := range Hooks {
+		if err := writeFileAtomic(filepath.Join(hooksDir, h), []byte(Shim(binary, root.Dir, h)), 0o755); err != nil {
+			return fmt.Errorf("install %s hook: %w", h, err)
+		}
+	}
+	return nil
+}
+
+// Shim is the text of hook h: exec BINARY --root ROOT hook H.
+func Shim(binary, rootDir, hook string) string {
+	r := strings.NewReplacer("{{BINARY}}", ShellQuote(binary), "{{ROOT}}", ShellQuote(rootDir), "{{HOOK}}", hook)
+	return r.Replace(collab.HookShim)
+}
+
+// SetExport makes dir readable by git daemon (and anonymous readers) or not.
+func SetExport(dir string, public bool) error {
+	p := filepath.Join(dir, "git-daemon-export-ok")
+	if public {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			return fmt.Errorf("mark public: %w", err)
+		}
+		return nil
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mark private: %w", err)
+	}
+	return nil
+}
+
+// List returns every repository, by name.
+func List(ctx context.Context, q store.Querier) ([]Repo, error) {
+	rows, err := q.QueryContext(ctx, "SELECT name, public, description, created_at FROM repos ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list repositories: %w", err)
+	}
+	defer rows.Close()
+	var out []Repo
+	for rows.Next() {
+		var r Repo
+		if err := rows.Scan(&r.Name, &r.Public, &r.Description, &r.CreatedAt); err != nil {
+			return nil, fmt.Errorf("list repositories: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Get returns the repository with key, or NotFound.
+func Get(ctx context.Context, q store.Querier, key string) (Repo, error) {
+	r := Repo{Name: key}
+	err := q.QueryRowContext(ctx, "SELECT public, description, created_at FROM repos WHERE name = ?", key).
+		Scan(&r.Public, &r.Description, &r.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Repo{}, fault.New(fault.NotFound, "repository %s not found", reponame.Display(key))
+	}
+	if err != nil {
+		return Repo{}, fmt.Errorf("read repository %s: %w", key, err)
+	}
+	return r, nil
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs quoting.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:=@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

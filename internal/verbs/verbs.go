@@ -1,0 +1,204 @@
+// Package verbs implements the SSH verbs (issue, lease, patch, token, …)
+// that collab-hook serve runs for a principal after it has split
+// SSH_ORIGINAL_COMMAND into words.
+package verbs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/argv"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// MaxBody bounds a body given on the command line or on stdin.
+const MaxBody = 1 << 20
+
+// Env is what a verb runs with.
+type Env struct {
+	Root      forge.Root
+	DB        *store.DB
+	Principal string
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
+	Now       func() time.Time
+	// URL is the web UI's base URL (no trailing slash), "" when unknown.
+	URL string
+	// SSH is how users reach the forge (ssh://git@host:port), for hints.
+	SSH string
+	Log *slog.Logger
+}
+
+// App builds the verb tree for env.
+func App(env *Env) *cli.App {
+	app := &cli.App{
+		Name:                 "collab",
+		Usage:                "the collab forge over ssh",
+		HideHelpCommand:      true,
+		HideVersion:          true,
+		EnableBashCompletion: false,
+		Reader:               env.Stdin,
+		Writer:               env.Stdout,
+		ErrWriter:            env.Stderr,
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return fault.New(fault.Usage, "%s", err.Error())
+		},
+		CommandNotFound: func(c *cli.Context, name string) {},
+		Commands: []*cli.Command{
+			whoamiCommand(env),
+			repoCommand(env),
+			issueCommand(env),
+			leaseCommand(env),
+			patchCommand(env),
+			hooksCommand(env),
+			tokenCommand(env),
+		},
+	}
+	setUsageErrors(app.Commands)
+	return app
+}
+
+func setUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return fault.New(fault.Usage, "%s", err.Error())
+		}
+		setUsageErrors(c.Subcommands)
+	}
+}
+
+// Run runs one verb line (already split into words) and returns its exit
+// code. Refusals print one line on stderr; with --json they also print the
+// refusal object on stdout.
+func Run(ctx context.Context, env *Env, words []string) int {
+	app := App(env)
+	if len(words) == 0 || app.Command(words[0]) == nil {
+		fmt.Fprintf(env.Stderr, "collab: unknown command %q; run 'help' for the list\n", first(words))
+		if len(words) > 0 && words[0] == "help" {
+			app.Setup()
+			_ = cli.ShowAppHelp(cli.NewContext(app, nil, nil))
+			return 0
+		}
+		return 2
+	}
+	err := app.RunContext(ctx, append([]string{"collab"}, argv.Reorder(app, words)...))
+	if err == nil {
+		return 0
+	}
+	fe := fault.As(err)
+	if env.Log != nil {
+		env.Log.ErrorContext(ctx, "verb refused", "verb", strings.Join(first2(words), " "), "OUTCOME", "refused", "error", err.Error())
+	}
+	fmt.Fprintf(env.Stderr, "collab: %s\n", oneLine(fe.Msg))
+	if wantsJSON(words) {
+		obj := map[string]any{"error": fe.Msg}
+		for k, v := range fe.Fields {
+			obj[k] = v
+		}
+		_ = json.NewEncoder(env.Stdout).Encode(obj)
+	}
+	return fault.ExitCode(err)
+}
+
+func first(w []string) string {
+	if len(w) == 0 {
+		return ""
+	}
+	return w[0]
+}
+
+func first2(w []string) []string {
+	if len(w) > 2 {
+		return w[:2]
+	}
+	return w
+}
+
+func wantsJSON(words []string) bool {
+	for _, w := range words {
+		if w == "--" {
+			return false
+		}
+		if w == "--json" || w == "-json" || w == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// JSONFlag is the --json flag every verb takes.
+var JSONFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"}
+
+// Print writes v as JSON when --json is set, else calls text.
+func (env *Env) Print(c *cli.Context, v any, text func(w io.Writer)) error {
+	if c.Bool("json") {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return fmt.Errorf("write json: %w", err)
+		}
+		return nil
+	}
+	text(env.Stdout)
+	return nil
+}
+
+// Body returns the value of flag name, reading stdin for "-", refusing
+// oversized or non-UTF-8 text.
+func (env *Env) Body(c *cli.Context, name string) (string, error) {
+	v := c.String(name)
+	if v == "-" {
+		b, err := io.ReadAll(io.LimitReader(env.Stdin, MaxBody+1))
+		if err != nil {
+			return "", fmt.Errorf("read body from stdin: %w", err)
+		}
+		v = string(b)
+	}
+	return v, CheckText(name, v, MaxBody)
+}
+
+// CheckText refuses text that is too long or not UTF-8.
+func CheckText(what, v string, limit int) error {
+	if len(v) > limit {
+		return fault.New(fault.TooLarge, "%s too long: %d bytes, at most %d", what, len(v), limit)
+	}
+	if !utf8.ValidString(v) {
+		return fault.New(fault.Usage, "%s is not valid UTF-8", what)
+	}
+	if strings.ContainsRune(v, 0) {
+		return fault.New(fault.Usage, "%s holds a NUL byte", what)
+	}
+	return nil
+}
+
+// Args returns exactly n positional arguments or a usage error naming them.
+func Args(c *cli.Context, names ...string) ([]string, error) {
+	if c.NArg() != len(names) {
+		return nil, fault.New(fault.Usage, "usage: %s %s", c.Command.FullName(), strings.ToUpper(strings.Join(names, " ")))
+	}
+	return c.Args().Slice(), nil
+}
+
+var errNotImplemented = errors.New("not implemented yet")
+
+func notYet(name string) *cli.Command {
+	return &cli.Command{Name: name, Action: func(*cli.Context) error {
+		return fault.Wrap(errNotImplemented, name+": not implemented yet")
+	}}
+}

@@ -1,0 +1,244 @@
+-- collab's one schema. Applied by internal/store with versioned migrations
+-- (PRAGMA user_version): each "-- migrate N" section runs once, in order, in
+-- one transaction. Never edit a released section; append a new one.
+--
+-- Repositories are named everywhere by their key: the path relative to
+-- repos/ with ".git" (org/foo.git). Times are RFC 3339 UTC text, ids of
+-- issues, patches, comments and reviews are lowercase hex.
+
+-- migrate 1
+CREATE TABLE settings (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE repos (
+  name        TEXT PRIMARY KEY,            -- org/foo.git
+  public      INTEGER NOT NULL DEFAULT 0,
+  description TEXT NOT NULL DEFAULT '',
+  created_at  TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE principals (
+  name       TEXT PRIMARY KEY,
+  disabled   INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE keys (
+  fingerprint TEXT PRIMARY KEY,            -- SHA256:…
+  principal   TEXT NOT NULL REFERENCES principals(name),
+  type        TEXT NOT NULL,               -- ssh-ed25519
+  blob        TEXT NOT NULL,               -- base64 of the wire key
+  comment     TEXT NOT NULL DEFAULT '',
+  created_at  TEXT NOT NULL
+) STRICT;
+CREATE INDEX keys_by_blob ON keys(type, blob);
+CREATE INDEX keys_by_principal ON keys(principal);
+
+CREATE TABLE grants (
+  principal TEXT NOT NULL REFERENCES principals(name),
+  repo      TEXT NOT NULL,                 -- a repository key, or '*'
+  level     TEXT NOT NULL CHECK (level IN ('read', 'write', 'admin')),
+  PRIMARY KEY (principal, repo)
+) STRICT;
+
+CREATE TABLE issues (
+  seq        INTEGER PRIMARY KEY,          -- creation order, for pagination
+  repo       TEXT NOT NULL,
+  id         TEXT NOT NULL,
+  title      TEXT NOT NULL,
+  body       TEXT NOT NULL DEFAULT '',
+  state      TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'closed')),
+  author     TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  closed_at  TEXT,
+  UNIQUE (repo, id)
+) STRICT;
+CREATE INDEX issues_by_state ON issues(repo, state, seq);
+
+CREATE TABLE comments (
+  seq        INTEGER PRIMARY KEY,
+  repo       TEXT NOT NULL,
+  issue_id   TEXT NOT NULL,
+  id         TEXT NOT NULL UNIQUE,
+  author     TEXT NOT NULL,
+  body       TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  FOREIGN KEY (repo, issue_id) REFERENCES issues(repo, id)
+) STRICT;
+CREATE INDEX comments_by_issue ON comments(repo, issue_id, seq);
+
+-- Cross-repository references (REPO#PREFIX) found in bodies.
+CREATE TABLE xrefs (
+  src_repo   TEXT NOT NULL,
+  src_kind   TEXT NOT NULL,                -- issue, comment, patch, review
+  src_id     TEXT NOT NULL,
+  dst_repo   TEXT NOT NULL,
+  dst_prefix TEXT NOT NULL,
+  PRIMARY KEY (src_repo, src_kind, src_id, dst_repo, dst_prefix)
+) STRICT;
+CREATE INDEX xrefs_by_dst ON xrefs(dst_repo, dst_prefix);
+
+-- One row per (repo, issue) ever leased, never deleted: the token is the
+-- high-water mark of tenures, so it can only rise. A free lease has a NULL
+-- holder; a lease whose expires_at has passed is free too (expiry is a
+-- filter, not a sweep).
+CREATE TABLE leases (
+  repo        TEXT NOT NULL,
+  issue_id    TEXT NOT NULL,
+  holder      TEXT,
+  token       INTEGER NOT NULL,
+  acquired_at TEXT NOT NULL,
+  expires_at  TEXT,                         -- NULL: open-ended
+  PRIMARY KEY (repo, issue_id)
+) STRICT;
+
+-- Append-only tenure history: one row per token handed out.
+CREATE TABLE tenures (
+  repo        TEXT NOT NULL,
+  issue_id    TEXT NOT NULL,
+  token       INTEGER NOT NULL,
+  holder      TEXT NOT NULL,
+  acquired_at TEXT NOT NULL,
+  expires_at  TEXT,
+  ended_at    TEXT,
+  end_reason  TEXT CHECK (end_reason IN ('released', 'expired', 'merged')),
+  PRIMARY KEY (repo, issue_id, token)
+) STRICT;
+CREATE INDEX tenures_open ON tenures(expires_at) WHERE ended_at IS NULL;
+
+CREATE TABLE patches (
+  seq         INTEGER PRIMARY KEY,
+  repo        TEXT NOT NULL,
+  id          TEXT NOT NULL,               -- the Patch: trailer value
+  title       TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  topic       TEXT NOT NULL DEFAULT '',
+  draft       INTEGER NOT NULL DEFAULT 0,
+  state       TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'merged', 'closed')),
+  author      TEXT NOT NULL,
+  base        TEXT NOT NULL,               -- target branch name, without refs/heads/
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL,
+  merged_branch TEXT,
+  merged_commit TEXT,
+  merged_by     TEXT,
+  merged_at     TEXT,
+  UNIQUE (repo, id)
+) STRICT;
+CREATE INDEX patches_by_state ON patches(repo, state, seq);
+CREATE INDEX patches_open_base ON patches(repo, base) WHERE state = 'open';
+
+CREATE TABLE revisions (
+  repo        TEXT NOT NULL,
+  patch_id    TEXT NOT NULL,
+  number      INTEGER NOT NULL,
+  commit_oid  TEXT NOT NULL,
+  base_commit TEXT NOT NULL,
+  pusher      TEXT NOT NULL,
+  created_at  TEXT NOT NULL,
+  PRIMARY KEY (repo, patch_id, number),
+  UNIQUE (repo, patch_id, commit_oid),
+  FOREIGN KEY (repo, patch_id) REFERENCES patches(repo, id)
+) STRICT;
+CREATE INDEX revisions_by_commit ON revisions(repo, commit_oid);
+
+-- Issues a patch fixes (-o fixes=, Fixes: trailers).
+CREATE TABLE patch_issues (
+  repo     TEXT NOT NULL,
+  patch_id TEXT NOT NULL,
+  issue_id TEXT NOT NULL,
+  PRIMARY KEY (repo, patch_id, issue_id)
+) STRICT;
+CREATE INDEX patch_issues_by_issue ON patch_issues(repo, issue_id);
+
+CREATE TABLE reviews (
+  seq        INTEGER PRIMARY KEY,
+  repo       TEXT NOT NULL,
+  patch_id   TEXT NOT NULL,
+  id         TEXT NOT NULL UNIQUE,
+  revision   INTEGER NOT NULL,
+  author     TEXT NOT NULL,
+  verdict    TEXT NOT NULL CHECK (verdict IN ('approve', 'request-changes', 'comment')),
+  body       TEXT NOT NULL,
+  file       TEXT,                         -- inline comment anchor
+  line       INTEGER,
+  created_at TEXT NOT NULL,
+  FOREIGN KEY (repo, patch_id) REFERENCES patches(repo, id)
+) STRICT;
+CREATE INDEX reviews_by_patch ON reviews(repo, patch_id, seq);
+
+-- Patch state changes (close, reopen) for the timeline.
+CREATE TABLE patch_events (
+  seq       INTEGER PRIMARY KEY,
+  repo      TEXT NOT NULL,
+  patch_id  TEXT NOT NULL,
+  kind      TEXT NOT NULL,                 -- closed, reopened, merged
+  actor     TEXT NOT NULL,
+  at        TEXT NOT NULL
+) STRICT;
+
+-- The outbox: every change writes its event here in its own transaction.
+CREATE TABLE events (
+  id    INTEGER PRIMARY KEY AUTOINCREMENT,
+  event TEXT NOT NULL,
+  repo  TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  at    TEXT NOT NULL,
+  data  TEXT NOT NULL                      -- JSON object
+) STRICT;
+CREATE INDEX events_by_repo ON events(repo, id);
+
+CREATE TABLE webhooks (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  url        TEXT NOT NULL,
+  repo       TEXT,                         -- NULL: every repository
+  events     TEXT NOT NULL DEFAULT '',     -- comma-separated; '': every event
+  cursor     INTEGER NOT NULL,             -- last event id handled
+  created_at TEXT NOT NULL,
+  removed_at TEXT
+) STRICT;
+
+-- One row per (subscription, event) once its delivery is attempted.
+CREATE TABLE deliveries (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  webhook_id  INTEGER NOT NULL REFERENCES webhooks(id),
+  event_id    INTEGER NOT NULL REFERENCES events(id),
+  state       TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+  attempts    INTEGER NOT NULL DEFAULT 0,
+  next_at     TEXT,
+  created_at  TEXT NOT NULL,
+  UNIQUE (webhook_id, event_id)
+) STRICT;
+CREATE INDEX deliveries_pending ON deliveries(state, next_at);
+
+CREATE TABLE delivery_attempts (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  delivery_id INTEGER NOT NULL REFERENCES deliveries(id),
+  at          TEXT NOT NULL,
+  status      INTEGER,                      -- HTTP status, NULL on transport error
+  duration_ms INTEGER NOT NULL,
+  error       TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX attempts_by_delivery ON delivery_attempts(delivery_id);
+
+-- Bearer tokens for the HTTP API and web login; only the SHA-256 is kept.
+CREATE TABLE tokens (
+  id           INTEGER PRIMARY KEY,
+  principal    TEXT NOT NULL REFERENCES principals(name),
+  name         TEXT NOT NULL,
+  hash         TEXT NOT NULL UNIQUE,
+  created_at   TEXT NOT NULL,
+  last_used_at TEXT,
+  UNIQUE (principal, name)
+) STRICT;
+
+CREATE TABLE sessions (
+  hash       TEXT PRIMARY KEY,             -- SHA-256 of the cookie value
+  principal  TEXT NOT NULL,
+  csrf       TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+) STRICT;

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the stock parts the suite and the demo drive, when missing:
+# openssh-server (sshd), openssh-client, git, chromium. Debian, as root.
+set -euo pipefail
+
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v ssh >/dev/null || need+=(openssh-client)
+command -v ssh-keygen >/dev/null || need+=(openssh-client)
+command -v git >/dev/null || need+=(git)
+command -v chromium >/dev/null || need+=(chromium)
+[ "${COLLAB_BENCH_GITOLITE:-}" = 1 ] && ! command -v gitolite >/dev/null && need+=(gitolite3)
+
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: missing ${need[*]}; run as root (or install them) to continue" >&2
+		exit 1
+	fi
+	# Keep the package from starting a system sshd on port 22.
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+		chmod +x /usr/sbin/policy-rc.d
+	fi
+	echo "deps: installing ${need[*]}" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if [ "$(id -u)" = 0 ]; then
+	install -d -m 0755 /run/sshd
+fi

@@ -1,0 +1,128 @@
+// End-to-end scenarios: each testdata/*.txtar script is a user's session
+// against a real forge root, the real collab-hook and collab-web binaries,
+// real git and (where a script starts one) a real sshd.
+package testscript
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// binDir holds the binaries built once for all scripts.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "collab-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// sshd runs forced commands as another user in some scripts; let it in.
+	_ = os.Chmod(dir, 0o755)
+	binDir = dir
+	for _, cmd := range []string{"collab-hook", "collab-web"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, params(t, "testdata"))
+}
+
+func params(t *testing.T, dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: false,
+		Setup: func(e *testscript.Env) error {
+			return setup(t, e)
+		},
+		Cmds:      commands(),
+		Condition: condition,
+	}
+}
+
+// setup gives every script a fresh forge root, a home with a git identity,
+// and the binaries on PATH.
+func setup(t *testing.T, e *testscript.Env) error {
+	work := e.WorkDir
+	home := filepath.Join(work, "home")
+	root := filepath.Join(work, "root")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	e.Setenv("HOME", home)
+	e.Setenv("ROOT", root)
+	e.Setenv("COLLAB_ROOT", root)
+	e.Setenv("BIN", binDir)
+	e.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	e.Setenv("GIT_AUTHOR_NAME", "Ada")
+	e.Setenv("GIT_AUTHOR_EMAIL", "ada@example.com")
+	e.Setenv("GIT_COMMITTER_NAME", "Ada")
+	e.Setenv("GIT_COMMITTER_EMAIL", "ada@example.com")
+	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	e.Setenv("TZ", "UTC")
+	gitconfig := "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol \"file\"]\n\tallow = always\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
+		return err
+	}
+	out, err := exec.Command(filepath.Join(binDir, "collab-hook"), "--root", root, "init", "--url", "http://forge.test").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("collab-hook init: %v: %s", err, out)
+	}
+	return nil
+}
+
+// commands are the custom script commands; each area of the suite adds its
+// own in its own file.
+func commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	cmds := map[string]func(ts *testscript.TestScript, neg bool, args []string){}
+	for _, m := range []map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		baseCmds(), sshdCmds(), webCmds(),
+	} {
+		for k, v := range m {
+			cmds[k] = v
+		}
+	}
+	return cmds
+}
+
+func baseCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		// stdout-trim FILE: write the last stdout with trailing spaces removed
+		// from each line (git pads remote: lines).
+		"trimout": func(ts *testscript.TestScript, neg bool, args []string) {
+			if len(args) != 1 {
+				ts.Fatalf("usage: trimout FILE")
+			}
+			var b strings.Builder
+			for _, l := range strings.Split(ts.ReadFile("stdout")+ts.ReadFile("stderr"), "\n") {
+				b.WriteString(strings.TrimRight(l, " \t") + "\n")
+			}
+			ts.Check(os.WriteFile(ts.MkAbs(args[0]), []byte(b.String()), 0o644))
+		},
+	}
+}
+
+func condition(cond string) (bool, error) {
+	switch cond {
+	case "root":
+		return os.Geteuid() == 0, nil
+	case "linux":
+		return runtime.GOOS == "linux", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
