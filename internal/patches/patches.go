@@ -1,0 +1,339 @@
+// Package patches keeps patches (the refs/for flow's unit of review), their
+// numbered revisions, the issues they fix and their merge records.
+//
+// Writers take the caller's transaction (store.Querier) so that a change and
+// its event commit together; readers take any Querier.
+package patches
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// States of a patch.
+const (
+	Open   = "open"
+	Merged = "merged"
+	Closed = "closed"
+)
+
+// Revision is one pushed (or merge-pinned) version of a patch. Its diff is
+// BaseCommit..Commit.
+type Revision struct {
+	Number     int    `json:"number"`
+	Commit     string `json:"commit"`
+	BaseCommit string `json:"base_commit"`
+	Pusher     string `json:"pusher"`
+	CreatedAt  string `json:"created_at"`
+}
+
+// Merge records where and by whom a patch was merged.
+type Merge struct {
+	Branch string `json:"branch"`
+	Commit string `json:"commit"`
+	By     string `json:"by"`
+	At     string `json:"at"`
+}
+
+// Review is the contract's review object, as Get reads it from the reviews
+// table (internal/review writes it). File and Line are null unless the
+// review is an inline comment.
+type Review struct {
+	ID        string  `json:"id"`
+	Revision  int     `json:"revision"`
+	Author    string  `json:"author"`
+	Verdict   string  `json:"verdict"`
+	Body      string  `json:"body"`
+	File      *string `json:"file"`
+	Line      *int    `json:"line"`
+	CreatedAt string  `json:"created_at"`
+}
+
+// Patch is the contract's patch object plus a few extra fields.
+type Patch struct {
+	ID          string     `json:"id"`
+	Repo        string     `json:"repo"`
+	Title       string     `json:"title"`
+	Description string     `json:"description"`
+	Topic       string     `json:"topic"`
+	Draft       bool       `json:"draft"`
+	State       string     `json:"state"`
+	Author      string     `json:"author"`
+	Base        string     `json:"base"`
+	CreatedAt   string     `json:"created_at"`
+	UpdatedAt   string     `json:"updated_at"`
+	Revisions   []Revision `json:"revisions"`
+	Reviews     []Review   `json:"reviews"`
+	Issues      []string   `json:"issues"`
+	Merge       *Merge     `json:"merge"`
+
+	seq int64
+}
+
+// Head is the last revision, or the zero Revision when there is none.
+func (p *Patch) Head() Revision {
+	if len(p.Revisions) == 0 {
+		return Revision{}
+	}
+	return p.Revisions[len(p.Revisions)-1]
+}
+
+// Resolve returns the full id of the patch in repo that prefix names
+// (fault.NotFound, or fault.Usage listing candidates when ambiguous).
+func Resolve(ctx context.Context, q store.Querier, repo, prefix string) (string, error) {
+	return store.Resolve(ctx, q, "patch", prefix,
+		"SELECT id FROM patches WHERE repo = ? AND id >= ? AND id < ? ORDER BY id LIMIT 11", repo)
+}
+
+const patchCols = `seq, id, repo, title, description, topic, draft, state, author, base,
+	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanPatch(s scanner) (Patch, error) {
+	var p Patch
+	var mb, mc, mby, mat sql.NullString
+	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, &p.State,
+		&p.Author, &p.Base, &p.CreatedAt, &p.UpdatedAt, &mb, &mc, &mby, &mat)
+	if err != nil {
+		return Patch{}, err
+	}
+	if mc.Valid {
+		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String, At: mat.String}
+	}
+	p.Revisions = []Revision{}
+	p.Reviews = []Review{}
+	p.Issues = []string{}
+	return p, nil
+}
+
+// Lookup returns the patch row without revisions, reviews or issues, or
+// ok=false when repo has no patch id. It is the cheap check the hooks use.
+func Lookup(ctx context.Context, q store.Querier, repo, id string) (p Patch, ok bool, err error) {
+	p, err = scanPatch(q.QueryRowContext(ctx, "SELECT "+patchCols+" FROM patches WHERE repo = ? AND id = ?", repo, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Patch{}, false, nil
+	}
+	if err != nil {
+		return Patch{}, false, fmt.Errorf("read patch %s: %w", id, err)
+	}
+	return p, true, nil
+}
+
+// Get returns the patch with its revisions, reviews, linked issues and
+// merge record; a missing one is fault.NotFound.
+func Get(ctx context.Context, q store.Querier, repo, id string) (Patch, error) {
+	p, ok, err := Lookup(ctx, q, repo, id)
+	if err != nil {
+		return Patch{}, err
+	}
+	if !ok {
+		return Patch{}, fault.New(fault.NotFound, "no patch %s", id)
+	}
+	if err := fill(ctx, q, []*Patch{&p}, true); err != nil {
+		return Patch{}, err
+	}
+	return p, nil
+}
+
+// List returns the patches of repo in state (open, merged, closed, or all;
+// "" means open), newest first, at most limit (<= 0: 50), starting after
+// the patch id after (a full id or prefix; "" starts at the newest).
+// Each carries its revisions and linked issues; reviews are left empty.
+func List(ctx context.Context, q store.Querier, repo, state string, limit int, after string) ([]Patch, error) {
+	if state == "" {
+		state = Open
+	}
+	switch state {
+	case Open, Merged, Closed, "all":
+	default:
+		return nil, fault.New(fault.Usage, "bad state %q: want open, merged, closed or all", state)
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	where := "repo = ?"
+	args := []any{repo}
+	if state != "all" {
+		where += " AND state = ?"
+		args = append(args, state)
+	}
+	if after != "" {
+		id, err := Resolve(ctx, q, repo, after)
+		if err != nil {
+			return nil, err
+		}
+		where += " AND seq < (SELECT seq FROM patches WHERE repo = ? AND id = ?)"
+		args = append(args, repo, id)
+	}
+	args = append(args, limit)
+	rows, err := q.QueryContext(ctx, "SELECT "+patchCols+" FROM patches WHERE "+where+" ORDER BY seq DESC LIMIT ?", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list patches: %w", err)
+	}
+	var out []Patch
+	for rows.Next() {
+		p, err := scanPatch(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list patches: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("list patches: %w", err)
+	}
+	rows.Close()
+	ptrs := make([]*Patch, len(out))
+	for i := range out {
+		ptrs[i] = &out[i]
+	}
+	if err := fill(ctx, q, ptrs, false); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []Patch{}
+	}
+	return out, nil
+}
+
+// fill loads revisions, issues and (when reviews is set) reviews of ps.
+func fill(ctx context.Context, q store.Querier, ps []*Patch, reviews bool) error {
+	for _, p := range ps {
+		revs, err := Revisions(ctx, q, p.Repo, p.ID)
+		if err != nil {
+			return err
+		}
+		p.Revisions = revs
+		iss, err := Issues(ctx, q, p.Repo, p.ID)
+		if err != nil {
+			return err
+		}
+		p.Issues = iss
+		if reviews {
+			rs, err := Reviews(ctx, q, p.Repo, p.ID)
+			if err != nil {
+				return err
+			}
+			p.Reviews = rs
+		}
+	}
+	return nil
+}
+
+// Revisions returns the revisions of a patch in order, 1 first.
+func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revision, error) {
+	rows, err := q.QueryContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at
+		FROM revisions WHERE repo = ? AND patch_id = ? ORDER BY number`, repo, id)
+	if err != nil {
+		return nil, fmt.Errorf("read revisions of %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []Revision{}
+	for rows.Next() {
+		var r Revision
+		if err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read revisions of %s: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// RevisionN returns revision n of a patch (fault.NotFound when missing).
+func RevisionN(ctx context.Context, q store.Querier, repo, id string, n int) (Revision, error) {
+	r := Revision{Number: n}
+	err := q.QueryRowContext(ctx, `SELECT commit_oid, base_commit, pusher, created_at
+		FROM revisions WHERE repo = ? AND patch_id = ? AND number = ?`, repo, id, n).
+		Scan(&r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Revision{}, fault.New(fault.NotFound, "patch %s has no revision %d", id, n)
+	}
+	if err != nil {
+		return Revision{}, fmt.Errorf("read revision %d of %s: %w", n, id, err)
+	}
+	return r, nil
+}
+
+// Issues returns the ids of the issues a patch links (fixes), sorted.
+func Issues(ctx context.Context, q store.Querier, repo, id string) ([]string, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT issue_id FROM patch_issues WHERE repo = ? AND patch_id = ? ORDER BY issue_id", repo, id)
+	if err != nil {
+		return nil, fmt.Errorf("read issues of patch %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("read issues of patch %s: %w", id, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// ForIssue returns the ids of the patches that link an issue, oldest first.
+func ForIssue(ctx context.Context, q store.Querier, repo, issueID string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT pi.patch_id FROM patch_issues pi
+		JOIN patches p ON p.repo = pi.repo AND p.id = pi.patch_id
+		WHERE pi.repo = ? AND pi.issue_id = ? ORDER BY p.seq`, repo, issueID)
+	if err != nil {
+		return nil, fmt.Errorf("read patches of issue %s: %w", issueID, err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("read patches of issue %s: %w", issueID, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Reviews returns the reviews of a patch, oldest first.
+func Reviews(ctx context.Context, q store.Querier, repo, id string) ([]Review, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, revision, author, verdict, body, file, line, created_at
+		FROM reviews WHERE repo = ? AND patch_id = ? ORDER BY seq`, repo, id)
+	if err != nil {
+		return nil, fmt.Errorf("read reviews of %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := []Review{}
+	for rows.Next() {
+		var r Review
+		var file sql.NullString
+		var line sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.Revision, &r.Author, &r.Verdict, &r.Body, &file, &line, &r.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read reviews of %s: %w", id, err)
+		}
+		if file.Valid {
+			r.File = &file.String
+		}
+		if line.Valid {
+			n := int(line.Int64)
+			r.Line = &n
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// CheckState validates a state filter word.
+func CheckState(s string) error {
+	switch strings.ToLower(s) {
+	case Open, Merged, Closed, "all":
+		return nil
+	}
+	return fault.New(fault.Usage, "bad state %q: want open, merged, closed or all", s)
+}
