@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/fault"
+)
+
+func open(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "collab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestMigrations(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		steps  int
+		ok     bool
+	}{
+		{"-- migrate 1\nCREATE TABLE a(x);\n-- migrate 2\nCREATE TABLE b(x);\n", 2, true},
+		{"-- header\n-- migrate 1\nSELECT 1;\n", 1, true},
+		{"-- migrate 2\nSELECT 1;\n", 0, false},
+		{"-- migrate 1\n-- migrate 3\n", 0, false},
+	} {
+		steps, err := migrations(tc.schema)
+		if (err == nil) != tc.ok || len(steps) != tc.steps {
+			t.Errorf("migrations(%q) = %d steps, %v", tc.schema, len(steps), err)
+		}
+	}
+}
+
+func TestOpenTwiceKeepsVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collab.db")
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		db, err := Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		if err := db.R().QueryRow("PRAGMA user_version").Scan(&v); err != nil || v < 1 {
+			t.Fatalf("user_version = %d, %v", v, err)
+		}
+		var mode string
+		if err := db.R().QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+			t.Fatalf("journal_mode = %q, %v", mode, err)
+		}
+		db.Close()
+	}
+}
+
+func TestWriteRollsBack(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	boom := errors.New("boom")
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		if err := SetSetting(ctx, tx, "url", "http://x"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Write = %v, want boom", err)
+	}
+	if v, _ := Setting(ctx, db.R(), "url"); v != "" {
+		t.Fatalf("rolled-back setting visible: %q", v)
+	}
+}
+
+// Writers from many goroutines (one connection, the flock) never see BUSY.
+func TestConcurrentWrites(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- db.Write(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO events(event, repo, actor, at, data) VALUES ('x', 'r', 'a', 't', '{}')")
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := db.R().QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil || n != 32 {
+		t.Fatalf("events = %d, %v", n, err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	now := FormatTime(time.Now())
+	for _, id := range []string{"abcd0001", "abcd0002", "ffff0000"} {
+		if _, err := db.R().Exec("INSERT INTO issues(repo, id, title, author, created_at, updated_at) VALUES ('r.git', ?, 't', 'a', ?, ?)", id, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.R().Exec("INSERT INTO issues(repo, id, title, author, created_at, updated_at) VALUES ('other.git', 'eeee0000', 't', 'a', ?, ?)", now, now); err != nil {
+		t.Fatal(err)
+	}
+	const q = "SELECT id FROM issues WHERE repo = ? AND id >= ? AND id < ? LIMIT 11"
+	for _, tc := range []struct {
+		prefix, want string
+		kind         fault.Kind
+	}{
+		{"ffff", "ffff0000", 0},
+		{"FFFF0000", "ffff0000", 0},
+		{"abcd0001", "abcd0001", 0},
+		{"abcd", "", fault.Usage},
+		{"eeee", "", fault.NotFound},
+		{"1234", "", fault.NotFound},
+		{"zz12", "", fault.Usage},
+		{"ab", "", fault.Usage},
+	} {
+		got, err := Resolve(ctx, db.R(), "issue", tc.prefix, q, "r.git")
+		if tc.want != "" {
+			if err != nil || got != tc.want {
+				t.Errorf("Resolve(%q) = %q, %v; want %q", tc.prefix, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || fault.KindOf(err) != tc.kind {
+			t.Errorf("Resolve(%q) = %q, %v; want kind %d", tc.prefix, got, err, tc.kind)
+		}
+	}
+}
+
+func TestTimeSortsAsText(t *testing.T) {
+	a := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := a.Add(1500 * time.Microsecond)
+	if !(FormatTime(a) < FormatTime(b)) {
+		t.Fatalf("%s !< %s", FormatTime(a), FormatTime(b))
+	}
+	got, err := ParseTime(FormatTime(b))
+	if err != nil || !got.Equal(b.Truncate(time.Millisecond)) {
+		t.Fatalf("ParseTime = %v, %v", got, err)
+	}
+}
