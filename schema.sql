@@ -92,6 +92,7 @@ CREATE TABLE leases (
   token       INTEGER NOT NULL,
   acquired_at TEXT NOT NULL,
   expires_at  TEXT,                         -- NULL: open-ended
+  ttl_ms      INTEGER,                      -- last TTL asked for (renew's default); NULL: open-ended
   PRIMARY KEY (repo, issue_id)
 ) STRICT;
 
