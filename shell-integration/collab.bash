@@ -1,0 +1,94 @@
+# collab: bash completion for the SSH verbs, and a `collab` shorthand.
+#
+#   export COLLAB_REMOTE='git@forge.example'      # or an ssh config Host alias
+#   source /path/to/collab.bash
+#   collab issue list demo --state open
+#
+# `collab ARGS…` runs `ssh $COLLAB_REMOTE ARGS…`, quoting each word so that
+# the forge's shell-style splitting gives back exactly the words typed here.
+# Completion also works for `ssh HOST VERB …` when HOST is $COLLAB_REMOTE.
+
+collab() {
+	if [ -z "${COLLAB_REMOTE:-}" ]; then
+		echo "collab: set COLLAB_REMOTE (e.g. git@forge.example)" >&2
+		return 2
+	fi
+	local q=() w
+	for w in "$@"; do
+		q+=("$(printf '%q' "$w")")
+	done
+	ssh "$COLLAB_REMOTE" "${q[*]}"
+}
+
+_collab_words() {
+	# $1: verb, $2: subcommand
+	case "$1 $2" in
+	"issue new") echo "--title --body --json" ;;
+	"issue list") echo "--state --limit --after --json" ;;
+	"issue show") echo "--json" ;;
+	"issue comment") echo "--body --lease-token --json" ;;
+	"issue close" | "issue reopen") echo "--lease-token --json" ;;
+	"lease acquire" | "lease renew") echo "--ttl --json" ;;
+	"lease release" | "lease list") echo "--json" ;;
+	"patch list") echo "--state --json" ;;
+	"patch show") echo "--json" ;;
+	"patch diff") echo "--revision --from --json" ;;
+	"patch review") echo "--approve --request-changes --comment --revision --file --line --body --lease-token --json" ;;
+	"patch close" | "patch reopen") echo "--json" ;;
+	"patch merge") echo "--commit --json" ;;
+	"token new") echo "--name --json" ;;
+	"token list" | "token revoke") echo "--json" ;;
+	"repo list" | "whoami ") echo "--json" ;;
+	esac
+}
+
+_collab_complete_from() {
+	# $1: index of the verb in COMP_WORDS
+	local i=$1 cur=${COMP_WORDS[COMP_CWORD]}
+	local verb=${COMP_WORDS[i]:-} sub=${COMP_WORDS[i+1]:-}
+	if [ "$COMP_CWORD" -eq "$i" ]; then
+		COMPREPLY=($(compgen -W "whoami repo issue lease patch token hooks" -- "$cur"))
+		return
+	fi
+	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
+		local subs=""
+		case "$verb" in
+		issue) subs="new list show comment close reopen" ;;
+		lease) subs="acquire renew release list" ;;
+		patch) subs="list show diff review close reopen merge" ;;
+		token) subs="new list revoke" ;;
+		repo) subs="list" ;;
+		hooks) subs="commit-msg" ;;
+		whoami) subs="--json" ;;
+		esac
+		COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+		return
+	fi
+	case "${COMP_WORDS[COMP_CWORD-1]}" in
+	--state)
+		COMPREPLY=($(compgen -W "open closed merged all" -- "$cur"))
+		return
+		;;
+	--ttl)
+		COMPREPLY=($(compgen -W "5m 15m 1h 4h" -- "$cur"))
+		return
+		;;
+	esac
+	COMPREPLY=($(compgen -W "$(_collab_words "$verb" "$sub")" -- "$cur"))
+}
+
+_collab() { _collab_complete_from 1; }
+
+_collab_ssh() {
+	# Only for the forge's host; anything else falls back to ssh's own completion.
+	if [ -n "${COLLAB_REMOTE:-}" ] && [ "${COMP_WORDS[1]:-}" = "$COLLAB_REMOTE" ] && [ "$COMP_CWORD" -ge 2 ]; then
+		_collab_complete_from 2
+		return
+	fi
+	if declare -F _ssh >/dev/null; then
+		_ssh "$@"
+	fi
+}
+
+complete -F _collab collab
+complete -F _collab_ssh ssh
