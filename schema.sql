@@ -240,6 +240,7 @@ CREATE TABLE sessions (
   hash       TEXT PRIMARY KEY,             -- SHA-256 of the cookie value
   principal  TEXT NOT NULL,
   csrf       TEXT NOT NULL,
+  token_id   INTEGER,                      -- the token signed in with; revoking it ends the session
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL
 ) STRICT;
