@@ -1,5 +1,97 @@
 package verbs
 
-import "github.com/urfave/cli/v2"
+import (
+	"fmt"
+	"io"
 
-func tokenCommand(env *Env) *cli.Command { return notYet("token") }
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/tokens"
+)
+
+// tokenCommand manages the principal's own bearer tokens for the HTTP API
+// and the web login. The secret is printed once, by token new.
+func tokenCommand(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:  "token",
+		Usage: "bearer tokens for the HTTP API and the web login",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "new",
+				Usage: "make a token; its secret is shown only this once",
+				Flags: []cli.Flag{JSONFlag, &cli.StringFlag{Name: "name", Usage: "a name to revoke it by (default: generated)"}},
+				Action: func(c *cli.Context) error {
+					if _, err := Args(c); err != nil {
+						return err
+					}
+					if err := anonymousRefused(env); err != nil {
+						return err
+					}
+					t, err := tokens.New(c.Context, env.DB, env.Principal, c.String("name"), env.Now())
+					if err != nil {
+						return err
+					}
+					return env.Print(c, map[string]any{"token": t.Token, "name": t.Name, "created_at": t.CreatedAt}, func(w io.Writer) {
+						fmt.Fprintf(w, "%s\n", t.Token)
+						fmt.Fprintf(env.Stderr, "token %s made; the secret above is shown only once. Use it as 'Authorization: Bearer TOKEN' or sign in at %s/login\n", t.Name, env.URL)
+					})
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "your tokens, by name, with their last use",
+				Flags: []cli.Flag{JSONFlag},
+				Action: func(c *cli.Context) error {
+					if _, err := Args(c); err != nil {
+						return err
+					}
+					if err := anonymousRefused(env); err != nil {
+						return err
+					}
+					ts, err := tokens.List(c.Context, env.DB.R(), env.Principal)
+					if err != nil {
+						return err
+					}
+					return env.Print(c, ts, func(w io.Writer) {
+						for _, t := range ts {
+							used := "never used"
+							if t.LastUsedAt != nil {
+								used = "last used " + *t.LastUsedAt
+							}
+							fmt.Fprintf(w, "%s\tcreated %s\t%s\n", t.Name, t.CreatedAt, used)
+						}
+					})
+				},
+			},
+			{
+				Name:      "revoke",
+				Usage:     "revoke a token by name; browsers signed in with it are signed out",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{JSONFlag},
+				Action: func(c *cli.Context) error {
+					a, err := Args(c, "name")
+					if err != nil {
+						return err
+					}
+					if err := anonymousRefused(env); err != nil {
+						return err
+					}
+					if err := tokens.Revoke(c.Context, env.DB, env.Principal, a[0]); err != nil {
+						return err
+					}
+					return env.Print(c, map[string]any{"name": a[0], "revoked": true}, func(w io.Writer) {
+						fmt.Fprintf(w, "revoked %s\n", a[0])
+					})
+				},
+			},
+		},
+	}
+}
+
+func anonymousRefused(env *Env) error {
+	if env.Principal == "" {
+		return fault.New(fault.Denied, "tokens belong to a principal; anonymous callers have none")
+	}
+	return nil
+}

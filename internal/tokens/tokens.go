@@ -1,0 +1,275 @@
+// Package tokens keeps the bearer tokens of the HTTP API and the web
+// sessions made from them. Only SHA-256 hashes of secrets are stored, so a
+// copy of the database hands out no credentials.
+//
+// collab-hook links this package (the token verbs), so it must not import
+// net/http or other web packages.
+package tokens
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// Prefix marks collab secrets, so that secret scanners and people can tell
+// them apart from other credentials.
+const Prefix = "collab_"
+
+// touchEvery bounds how often a token's last-used time is written: a busy
+// agent must not turn every read into a write transaction.
+const touchEvery = time.Minute
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// Token is a stored token; the secret itself is only known at creation.
+type Token struct {
+	// Token is the secret; it is set only by New.
+	Token      string  `json:"token,omitempty"`
+	Name       string  `json:"name"`
+	Principal  string  `json:"principal"`
+	CreatedAt  string  `json:"created_at"`
+	LastUsedAt *string `json:"last_used_at"`
+}
+
+// Hash is the stored form of a secret.
+func Hash(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+func randomSecret(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// CheckName validates a token name.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fault.New(fault.Usage, "bad token name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
+	}
+	return nil
+}
+
+// New makes a token for principal. An empty name gets a generated one. The
+// returned Token carries the secret, which is never stored.
+func New(ctx context.Context, db *store.DB, principal, name string, now time.Time) (Token, error) {
+	if name == "" {
+		name = "token-" + ids.New()[:8]
+	}
+	if err := CheckName(name); err != nil {
+		return Token{}, err
+	}
+	t := Token{Token: Prefix + randomSecret(32), Name: name, Principal: principal, CreatedAt: store.FormatTime(now)}
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&n); err != nil {
+			return fmt.Errorf("check token name: %w", err)
+		}
+		if n > 0 {
+			return fault.New(fault.Conflict, "a token named %s already exists; revoke it first or pick another --name", name)
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO tokens(principal, name, hash, created_at) VALUES (?, ?, ?, ?)",
+			principal, name, Hash(t.Token), t.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("store token: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Token{}, err
+	}
+	return t, nil
+}
+
+// List returns principal's tokens by name, without secrets.
+func List(ctx context.Context, q store.Querier, principal string) ([]Token, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT name, principal, created_at, last_used_at FROM tokens WHERE principal = ? ORDER BY name", principal)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	out := []Token{}
+	for rows.Next() {
+		var t Token
+		var used sql.NullString
+		if err := rows.Scan(&t.Name, &t.Principal, &t.CreatedAt, &used); err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		if used.Valid {
+			t.LastUsedAt = &used.String
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Revoke deletes principal's token name, and the web sessions made from
+// it die with it (sessions remember their token).
+func Revoke(ctx context.Context, db *store.DB, principal, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		var id int64
+		err := tx.QueryRowContext(ctx, "SELECT id FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fault.New(fault.NotFound, "no token named %s", name)
+		}
+		if err != nil {
+			return fmt.Errorf("find token: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE token_id = ?", id); err != nil {
+			return fmt.Errorf("end sessions of token: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM tokens WHERE id = ?", id); err != nil {
+			return fmt.Errorf("revoke token: %w", err)
+		}
+		return nil
+	})
+}
+
+// Authenticate returns the principal a bearer secret belongs to. An unknown
+// secret, or one of a disabled or deleted principal, is Unauthenticated.
+// The last-used time is refreshed at most once a minute.
+func Authenticate(ctx context.Context, db *store.DB, secret string, now time.Time) (string, error) {
+	id, principal, used, err := lookup(ctx, db.R(), secret)
+	if err != nil {
+		return "", err
+	}
+	if used.Valid {
+		if t, err := store.ParseTime(used.String); err == nil && now.Sub(t) < touchEvery {
+			return principal, nil
+		}
+	}
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE tokens SET last_used_at = ? WHERE id = ?", store.FormatTime(now), id)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("touch token: %w", err)
+	}
+	return principal, nil
+}
+
+func lookup(ctx context.Context, q store.Querier, secret string) (int64, string, sql.NullString, error) {
+	var id int64
+	var principal, hash string
+	var used sql.NullString
+	if !strings.HasPrefix(secret, Prefix) || len(secret) > 200 {
+		return 0, "", used, fault.New(fault.Unauthenticated, "bad token")
+	}
+	want := Hash(secret)
+	err := q.QueryRowContext(ctx, `SELECT t.id, t.principal, t.hash, t.last_used_at FROM tokens t
+		JOIN principals p ON p.name = t.principal AND p.disabled = 0
+		WHERE t.hash = ?`, want).Scan(&id, &principal, &hash, &used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", used, fault.New(fault.Unauthenticated, "bad token")
+	}
+	if err != nil {
+		return 0, "", used, fmt.Errorf("look up token: %w", err)
+	}
+	// The index lookup is by hash; compare in constant time anyway.
+	if subtle.ConstantTimeCompare([]byte(hash), []byte(want)) != 1 {
+		return 0, "", used, fault.New(fault.Unauthenticated, "bad token")
+	}
+	return id, principal, used, nil
+}
+
+// Session is a signed-in browser.
+type Session struct {
+	Principal string
+	// CSRF is the token every form of this session must carry.
+	CSRF string
+}
+
+// SessionTTL is how long a web session lasts.
+const SessionTTL = 7 * 24 * time.Hour
+
+// Login checks a bearer secret and opens a session for its principal. It
+// returns the cookie value (only its hash is stored) and the session.
+func Login(ctx context.Context, db *store.DB, secret string, now time.Time) (string, Session, error) {
+	id, principal, _, err := lookup(ctx, db.R(), strings.TrimSpace(secret))
+	if err != nil {
+		return "", Session{}, err
+	}
+	cookie := randomSecret(32)
+	s := Session{Principal: principal, CSRF: randomSecret(24)}
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		// Expired sessions are cleared here rather than by a sweeper.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at < ?", store.FormatTime(now)); err != nil {
+			return fmt.Errorf("clear old sessions: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE tokens SET last_used_at = ? WHERE id = ?", store.FormatTime(now), id); err != nil {
+			return fmt.Errorf("touch token: %w", err)
+		}
+		_, err := tx.ExecContext(ctx,
+			"INSERT INTO sessions(hash, principal, csrf, token_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+			Hash(cookie), principal, s.CSRF, id, store.FormatTime(now), store.FormatTime(now.Add(SessionTTL)))
+		if err != nil {
+			return fmt.Errorf("store session: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", Session{}, err
+	}
+	return cookie, s, nil
+}
+
+// LookupSession returns the live session of a cookie value. A missing,
+// expired or revoked session, or one of a disabled principal, is
+// Unauthenticated.
+func LookupSession(ctx context.Context, q store.Querier, cookie string, now time.Time) (Session, error) {
+	var s Session
+	if cookie == "" || len(cookie) > 200 {
+		return s, fault.New(fault.Unauthenticated, "not signed in")
+	}
+	err := q.QueryRowContext(ctx, `SELECT s.principal, s.csrf FROM sessions s
+		JOIN principals p ON p.name = s.principal AND p.disabled = 0
+		WHERE s.hash = ? AND s.expires_at > ?`, Hash(cookie), store.FormatTime(now)).Scan(&s.Principal, &s.CSRF)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, fault.New(fault.Unauthenticated, "not signed in")
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("look up session: %w", err)
+	}
+	return s, nil
+}
+
+// Logout ends the session of a cookie value; an unknown one is no error.
+func Logout(ctx context.Context, db *store.DB, cookie string) error {
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE hash = ?", Hash(cookie))
+		return err
+	})
+}
+
+// CSRFEqual compares a form's CSRF token with the session's in constant time.
+func CSRFEqual(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func clip(s string) string {
+	if len(s) > 70 {
+		return s[:70] + "…"
+	}
+	return s
+}
