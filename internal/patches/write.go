@@ -1,0 +1,247 @@
+package patches
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/collab-forge/collab/internal/events"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// New is what Create needs to make a patch.
+type New struct {
+	Repo        string
+	ID          string
+	Title       string
+	Description string
+	Topic       string
+	Draft       bool
+	Author      string
+	Base        string // branch name without refs/heads/
+}
+
+// Create records a new open patch and emits patch.created, inside tx.
+func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Patch, error) {
+	at := store.FormatTime(now)
+	_, err := tx.ExecContext(ctx, `INSERT INTO patches(repo, id, title, description, topic, draft, state, author, base, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)`,
+		n.Repo, n.ID, n.Title, n.Description, n.Topic, n.Draft, n.Author, n.Base, at, at)
+	if err != nil {
+		return Patch{}, fmt.Errorf("create patch %s: %w", n.ID, err)
+	}
+	p := Patch{ID: n.ID, Repo: n.Repo, Title: n.Title, Description: n.Description, Topic: n.Topic, Draft: n.Draft,
+		State: Open, Author: n.Author, Base: n.Base, CreatedAt: at, UpdatedAt: at,
+		Revisions: []Revision{}, Reviews: []Review{}, Issues: []string{}}
+	if _, err := events.Emit(ctx, tx, events.PatchCreated, n.Repo, n.Author, now, p); err != nil {
+		return Patch{}, err
+	}
+	return p, nil
+}
+
+// Update is a change of a patch's descriptive fields; nil leaves a field.
+type Update struct {
+	Title       *string
+	Description *string
+	Topic       *string
+	Draft       *bool
+	Base        *string
+}
+
+// Edit applies u to the patch inside tx.
+func Edit(ctx context.Context, tx store.Querier, repo, id string, u Update, now time.Time) error {
+	set := "updated_at = ?"
+	args := []any{store.FormatTime(now)}
+	add := func(col string, v any) {
+		set += ", " + col + " = ?"
+		args = append(args, v)
+	}
+	if u.Title != nil {
+		add("title", *u.Title)
+	}
+	if u.Description != nil {
+		add("description", *u.Description)
+	}
+	if u.Topic != nil {
+		add("topic", *u.Topic)
+	}
+	if u.Draft != nil {
+		add("draft", *u.Draft)
+	}
+	if u.Base != nil {
+		add("base", *u.Base)
+	}
+	args = append(args, repo, id)
+	if _, err := tx.ExecContext(ctx, "UPDATE patches SET "+set+" WHERE repo = ? AND id = ?", args...); err != nil {
+		return fmt.Errorf("update patch %s: %w", id, err)
+	}
+	return nil
+}
+
+// AddRevision records commit as the patch's next revision and emits
+// revision.pushed, inside tx. Numbers are gap-free because the number is
+// taken in the same (serialised) write transaction as the insert. A commit
+// that already is one of the patch's revisions is not added again: the
+// existing revision comes back with added=false.
+func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCommit, pusher string, now time.Time) (rev Revision, added bool, err error) {
+	var n int
+	var r Revision
+	err = tx.QueryRowContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at FROM revisions
+		WHERE repo = ? AND patch_id = ? AND commit_oid = ?`, repo, id, commit).
+		Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt)
+	if err == nil {
+		return r, false, nil
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(number), 0) FROM revisions WHERE repo = ? AND patch_id = ?", repo, id).Scan(&n); err != nil {
+		return Revision{}, false, fmt.Errorf("number revision of %s: %w", id, err)
+	}
+	r = Revision{Number: n + 1, Commit: commit, BaseCommit: baseCommit, Pusher: pusher, CreatedAt: store.FormatTime(now)}
+	_, err = tx.ExecContext(ctx, `INSERT INTO revisions(repo, patch_id, number, commit_oid, base_commit, pusher, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, repo, id, r.Number, r.Commit, r.BaseCommit, r.Pusher, r.CreatedAt)
+	if err != nil {
+		return Revision{}, false, fmt.Errorf("record revision %d of %s: %w", r.Number, id, err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE patches SET updated_at = ? WHERE repo = ? AND id = ?", r.CreatedAt, repo, id); err != nil {
+		return Revision{}, false, fmt.Errorf("touch patch %s: %w", id, err)
+	}
+	data := map[string]any{"patch_id": id, "revision": r}
+	if _, err := events.Emit(ctx, tx, events.RevisionPushed, repo, pusher, now, data); err != nil {
+		return Revision{}, false, err
+	}
+	return r, true, nil
+}
+
+// LinkIssue records that the patch fixes issueID (a full id); linking twice
+// is a no-op. It reports whether the link is new.
+func LinkIssue(ctx context.Context, tx store.Querier, repo, patchID, issueID string) (bool, error) {
+	res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO patch_issues(repo, patch_id, issue_id) VALUES (?, ?, ?)", repo, patchID, issueID)
+	if err != nil {
+		return false, fmt.Errorf("link issue %s to patch %s: %w", issueID, patchID, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// RecordMerge marks an open patch merged into branch at commit by the
+// pusher by, emits merge.recorded and closes every issue the patch links
+// (issues.CloseByMerge, which also ends a live lease on it), all inside tx.
+// A patch that is no longer open is left alone (merged=false), so re-running
+// the merge scan is idempotent.
+func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, commit, by string, now time.Time) (merged bool, err error) {
+	at := store.FormatTime(now)
+	res, err := tx.ExecContext(ctx, `UPDATE patches SET state = 'merged', merged_branch = ?, merged_commit = ?, merged_by = ?, merged_at = ?, updated_at = ?
+		WHERE repo = ? AND id = ? AND state = 'open'`, branch, commit, by, at, at, repo, patchID)
+	if err != nil {
+		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO patch_events(repo, patch_id, kind, actor, at) VALUES (?, ?, 'merged', ?, ?)",
+		repo, patchID, by, at); err != nil {
+		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
+	}
+	m := Merge{Branch: branch, Commit: commit, By: by, At: at}
+	if _, err := events.Emit(ctx, tx, events.MergeRecorded, repo, by, now, map[string]any{"patch_id": patchID, "merge": m}); err != nil {
+		return false, err
+	}
+	linked, err := Issues(ctx, tx, repo, patchID)
+	if err != nil {
+		return false, err
+	}
+	for _, iss := range linked {
+		if err := issues.CloseByMerge(ctx, tx, repo, iss, by, commit, now); err != nil {
+			return false, fmt.Errorf("close issue %s fixed by %s: %w", iss, patchID, err)
+		}
+	}
+	return true, nil
+}
+
+// SetState closes (state "closed") or reopens (state "open") a patch,
+// inside tx. A merged patch stays merged (fault.Conflict); asking for the
+// state it already has is a no-op that reports changed=false.
+func SetState(ctx context.Context, tx store.Querier, repo, id, state, actor string, now time.Time) (changed bool, err error) {
+	if state != Open && state != Closed {
+		return false, fault.New(fault.Usage, "bad patch state %q: want open or closed", state)
+	}
+	p, ok, err := Lookup(ctx, tx, repo, id)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, fault.New(fault.NotFound, "no patch %s", id)
+	}
+	if p.State == Merged {
+		return false, fault.New(fault.Conflict, "patch %s is merged", id)
+	}
+	if p.State == state {
+		return false, nil
+	}
+	at := store.FormatTime(now)
+	if _, err := tx.ExecContext(ctx, "UPDATE patches SET state = ?, updated_at = ? WHERE repo = ? AND id = ?", state, at, repo, id); err != nil {
+		return false, fmt.Errorf("set state of patch %s: %w", id, err)
+	}
+	kind := "closed"
+	if state == Open {
+		kind = "reopened"
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO patch_events(repo, patch_id, kind, actor, at) VALUES (?, ?, ?, ?, ?)",
+		repo, id, kind, actor, at); err != nil {
+		return false, fmt.Errorf("set state of patch %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// OpenBases returns the branches that open patches of repo target, so a
+// branch push that no open patch cares about can skip the merge scan.
+func OpenBases(ctx context.Context, q store.Querier, repo string) (map[string]bool, error) {
+	rows, err := q.QueryContext(ctx, "SELECT DISTINCT base FROM patches WHERE repo = ? AND state = 'open'", repo)
+	if err != nil {
+		return nil, fmt.Errorf("read open patch bases: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("read open patch bases: %w", err)
+		}
+		out[b] = true
+	}
+	return out, rows.Err()
+}
+
+// Pinned is a pinned revision commit of an open patch.
+type Pinned struct {
+	PatchID string
+	Number  int
+}
+
+// OpenTargeting returns the ids of the open patches of repo that target
+// base, and their pinned revisions by commit.
+func OpenTargeting(ctx context.Context, q store.Querier, repo, base string) (ids map[string]bool, pinned map[string][]Pinned, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT p.id, r.number, r.commit_oid FROM patches p
+		LEFT JOIN revisions r ON r.repo = p.repo AND r.patch_id = p.id
+		WHERE p.repo = ? AND p.base = ? AND p.state = 'open'`, repo, base)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read open patches on %s: %w", base, err)
+	}
+	defer rows.Close()
+	ids = map[string]bool{}
+	pinned = map[string][]Pinned{}
+	for rows.Next() {
+		var id string
+		var n *int
+		var c *string
+		if err := rows.Scan(&id, &n, &c); err != nil {
+			return nil, nil, fmt.Errorf("read open patches on %s: %w", base, err)
+		}
+		ids[id] = true
+		if n != nil && c != nil {
+			pinned[*c] = append(pinned[*c], Pinned{PatchID: id, Number: *n})
+		}
+	}
+	return ids, pinned, rows.Err()
+}
