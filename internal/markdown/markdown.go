@@ -1,0 +1,138 @@
+// Package markdown renders user-written bodies (issues, comments, reviews)
+// to HTML that is safe to put on a page: goldmark without raw HTML, then
+// bluemonday's user-content policy, so no markup from a user survives.
+// REPO#PREFIX cross-references become links.
+package markdown
+
+import (
+	"bytes"
+	"html/template"
+	"regexp"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+
+	"github.com/collab-forge/collab/internal/reponame"
+)
+
+// Ref is a REPO#PREFIX cross-reference found in a body.
+type Ref struct {
+	Repo   string // the repository key, org/foo.git
+	Prefix string // lowercase hex, 4 to 64 characters
+}
+
+// refRE finds REPO#PREFIX. Go's regexp has no look-behind, so the character
+// before the name is matched (group 1) and kept as text.
+var refRE = regexp.MustCompile(`(^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._/-]*)#([0-9a-f]{4,64})\b`)
+
+// FindRefs returns the cross-references in s, in order, as keys.
+func FindRefs(s string) []Ref {
+	var out []Ref
+	for _, m := range refRE.FindAllStringSubmatch(s, -1) {
+		key, err := reponame.Key(m[2])
+		if err != nil {
+			continue
+		}
+		out = append(out, Ref{Repo: key, Prefix: m[3]})
+	}
+	return out
+}
+
+// Renderer turns markdown into sanitised HTML. It is safe for concurrent use.
+type Renderer struct {
+	md     goldmark.Markdown
+	policy *bluemonday.Policy
+}
+
+// New returns a renderer whose cross-references link to link(ref).
+func New(link func(Ref) string) *Renderer {
+	md := goldmark.New(
+		goldmark.WithExtensions(extension.GFM),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(&xrefs{link: link}, 500))),
+	)
+	p := bluemonday.UGCPolicy()
+	p.RequireNoReferrerOnLinks(true)
+	p.AllowAttrs("type", "checked", "disabled").OnElements("input")
+	return &Renderer{md: md, policy: p}
+}
+
+// Render returns the safe HTML of src. A body that fails to render is shown
+// as escaped text.
+func (r *Renderer) Render(src string) template.HTML {
+	var b bytes.Buffer
+	if err := r.md.Convert([]byte(src), &b); err != nil {
+		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
+	}
+	return template.HTML(r.policy.SanitizeBytes(b.Bytes())) //nolint:gosec // sanitised by bluemonday just above
+}
+
+// xrefs turns REPO#PREFIX in text nodes into links, leaving code, links
+// and autolinks alone.
+type xrefs struct{ link func(Ref) string }
+
+func (x *xrefs) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
+	src := reader.Source()
+	var texts []*ast.Text
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n.Kind() {
+		case ast.KindCodeSpan, ast.KindLink, ast.KindAutoLink, ast.KindCodeBlock, ast.KindFencedCodeBlock, ast.KindHTMLBlock, ast.KindRawHTML, ast.KindImage:
+			return ast.WalkSkipChildren, nil
+		}
+		if t, ok := n.(*ast.Text); ok {
+			texts = append(texts, t)
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, t := range texts {
+		x.split(t, src)
+	}
+}
+
+func (x *xrefs) split(t *ast.Text, src []byte) {
+	seg := t.Segment
+	val := seg.Value(src)
+	ms := refRE.FindAllSubmatchIndex(val, -1)
+	if len(ms) == 0 {
+		return
+	}
+	parent := t.Parent()
+	if parent == nil {
+		return
+	}
+	var nodes []ast.Node
+	pos := 0
+	for _, m := range ms {
+		start, end := m[4], m[7] // from the name to the end of the prefix
+		key, err := reponame.Key(string(val[m[4]:m[5]]))
+		if err != nil {
+			continue
+		}
+		if start > pos {
+			nodes = append(nodes, ast.NewTextSegment(text.NewSegment(seg.Start+pos, seg.Start+start)))
+		}
+		l := ast.NewLink()
+		l.Destination = []byte(x.link(Ref{Repo: key, Prefix: string(val[m[6]:m[7]])}))
+		l.AppendChild(l, ast.NewTextSegment(text.NewSegment(seg.Start+start, seg.Start+end)))
+		nodes = append(nodes, l)
+		pos = end
+	}
+	if len(nodes) == 0 {
+		return
+	}
+	last := ast.NewTextSegment(text.NewSegment(seg.Start+pos, seg.Stop))
+	last.SetSoftLineBreak(t.SoftLineBreak())
+	last.SetHardLineBreak(t.HardLineBreak())
+	nodes = append(nodes, last)
+	for _, n := range nodes {
+		parent.InsertBefore(parent, t, n)
+	}
+	parent.RemoveChild(parent, t)
+}

@@ -1,0 +1,56 @@
+package markdown
+
+import (
+	"strings"
+	"testing"
+)
+
+func link(r Ref) string { return "/" + strings.TrimSuffix(r.Repo, ".git") + "/-/ref/" + r.Prefix }
+
+func TestRender(t *testing.T) {
+	r := New(link)
+	tests := []struct {
+		name, in string
+		want     []string // substrings that must appear
+		never    []string // substrings that must not appear
+	}{
+		{"emphasis", "*hi* there", []string{"<em>hi</em>"}, nil},
+		{"script tag", "<script>alert(1)</script>", nil, []string{"<script", "alert(1)</script>"}},
+		{"img onerror", `<img src=x onerror=alert(1)>`, nil, []string{"onerror", "<img"}},
+		{"js link", `[x](javascript:alert(1))`, nil, []string{"javascript:"}},
+		{"data link", `[x](data:text/html;base64,PHNjcmlwdD4=)`, nil, []string{"data:text"}},
+		{"svg", `<svg onload=alert(1)>`, nil, []string{"<svg", "onload"}},
+		{"iframe", `<iframe src="https://evil"></iframe>`, nil, []string{"<iframe"}},
+		{"style attr", `<p style="background:url(x)">a</p>`, nil, []string{"style="}},
+		{"xref", "fixed in org/demo#abcd1234.", []string{`<a href="/org/demo/-/ref/abcd1234"`, ">org/demo#abcd1234</a>."}, nil},
+		{"xref start", "demo.git#abcd", []string{`href="/demo/-/ref/abcd"`}, nil},
+		{"two xrefs", "a#abcd and b#1234", []string{`href="/a/-/ref/abcd"`, `href="/b/-/ref/1234"`}, nil},
+		{"xref in code", "`demo#abcd`", []string{"<code>demo#abcd</code>"}, []string{"/-/ref/"}},
+		{"bad repo name", "../x#abcd", nil, []string{"/-/ref/"}},
+		{"too short prefix", "demo#abc", nil, []string{"/-/ref/"}},
+		{"url fragment", "see https://x.test/demo#abcd", nil, []string{"/-/ref/"}},
+		{"link rel", "[a](https://x.test)", []string{`rel="nofollow`, "noreferrer"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(r.Render(tt.in))
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("Render(%q) = %q, missing %q", tt.in, got, w)
+				}
+			}
+			for _, n := range tt.never {
+				if strings.Contains(got, n) {
+					t.Errorf("Render(%q) = %q, holds %q", tt.in, got, n)
+				}
+			}
+		})
+	}
+}
+
+func TestFindRefs(t *testing.T) {
+	got := FindRefs("see org/demo#abcd and demo.git#0123456789, not ../x#abcd")
+	if len(got) != 2 || got[0] != (Ref{"org/demo.git", "abcd"}) || got[1] != (Ref{"demo.git", "0123456789"}) {
+		t.Fatalf("FindRefs = %v", got)
+	}
+}
