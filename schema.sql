@@ -211,9 +211,12 @@ CREATE TABLE deliveries (
   attempts    INTEGER NOT NULL DEFAULT 0,
   next_at     TEXT,
   created_at  TEXT NOT NULL,
+  started_at  TEXT NOT NULL,               -- retries stop 24 h after this (the event's time, or a redelivery's)
   UNIQUE (webhook_id, event_id)
 ) STRICT;
 CREATE INDEX deliveries_pending ON deliveries(state, next_at);
+-- The dispatcher's work list: a subscription's pending deliveries in event order.
+CREATE INDEX deliveries_pending_by_hook ON deliveries(webhook_id, event_id) WHERE state = 'pending';
 
 CREATE TABLE delivery_attempts (
   id          INTEGER PRIMARY KEY AUTOINCREMENT,
