@@ -1,0 +1,335 @@
+package diff
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// repo is a scratch git work tree for building histories.
+type repo struct {
+	t   *testing.T
+	dir string
+}
+
+func newRepo(t *testing.T) *repo {
+	t.Helper()
+	r := &repo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	return r
+}
+
+func (r *repo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com",
+		"GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+r.dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (r *repo) write(files map[string]string) {
+	r.t.Helper()
+	for name, body := range files {
+		p := filepath.Join(r.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+func (r *repo) commit(msg string, files map[string]string) string {
+	r.t.Helper()
+	r.write(files)
+	r.git("add", "-A")
+	r.git("commit", "-q", "--allow-empty", "-m", msg)
+	return r.git("rev-parse", "HEAD")
+}
+
+func (r *repo) gitDir() string { return filepath.Join(r.dir, ".git") }
+
+func lines(n int, change map[int]string) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if s, ok := change[i]; ok {
+			b.WriteString(s + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// threeRevisions builds the review story: revision 1 on base1, revision 2
+// amends it, the base moves (another file changes), revision 3 is revision 2
+// rebased onto the moved base plus one more change by the author.
+func threeRevisions(t *testing.T) (r *repo, rev [4]Range) {
+	r = newRepo(t)
+	base1 := r.commit("base", map[string]string{"a.txt": lines(20, nil), "b.txt": lines(20, nil)})
+	r.git("checkout", "-q", "-b", "topic")
+	c1 := r.commit("author 1", map[string]string{"a.txt": lines(20, map[int]string{3: "author three"})})
+	r.git("commit", "-q", "--amend", "-m", "author 2", "--allow-empty")
+	r.write(map[string]string{"a.txt": lines(20, map[int]string{3: "author three v2"})})
+	r.git("commit", "-q", "-a", "--amend", "-m", "author 2")
+	c2 := r.git("rev-parse", "HEAD")
+	r.git("checkout", "-q", "main")
+	base2 := r.commit("base moves", map[string]string{"b.txt": lines(20, map[int]string{10: "base ten"})})
+	r.git("checkout", "-q", "topic")
+	r.git("rebase", "-q", "main")
+	r.write(map[string]string{"a.txt": lines(20, map[int]string{3: "author three v2", 15: "author fifteen"})})
+	r.git("commit", "-q", "-a", "--amend", "-m", "author 3")
+	c3 := r.git("rev-parse", "HEAD")
+	rev[1] = Range{Base: base1, Commit: c1}
+	rev[2] = Range{Base: base1, Commit: c2}
+	rev[3] = Range{Base: base2, Commit: c3}
+	return r, rev
+}
+
+func TestRevisionAndInterdiff(t *testing.T) {
+	r, rev := threeRevisions(t)
+	ctx := context.Background()
+
+	d, err := Revision(ctx, r.gitDir(), rev[3], Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Files != 1 || !strings.Contains(d.Text, "+author fifteen") || strings.Contains(d.Text, "base ten") || d.Truncated {
+		t.Fatalf("revision 3 diff: %+v", d)
+	}
+
+	tests := []struct {
+		name     string
+		from, to int
+		want     []string
+		wantNot  []string
+	}{
+		{"1to2", 1, 2, []string{"-author three", "+author three v2"}, []string{"base ten"}},
+		{"2to3 base moved", 2, 3, []string{"+author fifteen"}, []string{"base ten", "b.txt", "author three v2"}},
+		{"1to3", 1, 3, []string{"-author three", "+author three v2", "+author fifteen"}, []string{"base ten", "b.txt"}},
+		{"3to1 backwards", 3, 1, []string{"-author fifteen"}, []string{"base ten"}},
+		{"same", 2, 2, nil, []string{"diff --git"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Interdiff(ctx, r.gitDir(), rev[tt.from], rev[tt.to], Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Conflict || d.Truncated {
+				t.Fatalf("unexpected conflict/truncation: %+v", d)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(d.Text, w) {
+					t.Errorf("interdiff lacks %q:\n%s", w, d.Text)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(d.Text, w) {
+					t.Errorf("interdiff shows %q:\n%s", w, d.Text)
+				}
+			}
+		})
+	}
+	// The plain tree diff would show the base's change: the interdiff must not.
+	plain := r.git("diff", rev[2].Commit, rev[3].Commit)
+	if !strings.Contains(plain, "base ten") {
+		t.Fatalf("test setup: the base did not move:\n%s", plain)
+	}
+}
+
+func TestInterdiffConflictFallsBack(t *testing.T) {
+	r := newRepo(t)
+	base1 := r.commit("base", map[string]string{"a.txt": lines(5, nil)})
+	r.git("checkout", "-q", "-b", "topic")
+	c1 := r.commit("author 1", map[string]string{"a.txt": lines(5, map[int]string{3: "author"})})
+	r.git("checkout", "-q", "main")
+	base2 := r.commit("base edits the same line", map[string]string{"a.txt": lines(5, map[int]string{3: "base"})})
+	r.git("checkout", "-q", "-b", "topic2")
+	c2 := r.commit("author 2", map[string]string{"a.txt": lines(5, map[int]string{3: "author again"})})
+
+	before := r.git("count-objects")
+	d, err := Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Conflict || len(d.Notes) == 0 || !strings.Contains(d.Notes[0], "conflict") || !strings.Contains(d.Notes[0], "a.txt") {
+		t.Fatalf("want a conflict note naming a.txt: %+v", d)
+	}
+	if !strings.Contains(d.Text, "-author\n") || !strings.Contains(d.Text, "+author again") {
+		t.Fatalf("want the tree diff of the two revisions:\n%s", d.Text)
+	}
+	if after := r.git("count-objects"); after != before {
+		t.Errorf("the replay wrote into the repository: %s -> %s", before, after)
+	}
+	var b strings.Builder
+	if err := d.WriteText(&b); err != nil || !strings.HasPrefix(b.String(), "# interdiff conflict") {
+		t.Fatalf("text form: %q %v", b.String(), err)
+	}
+}
+
+func TestBadOIDRefused(t *testing.T) {
+	r := newRepo(t)
+	c := r.commit("x", map[string]string{"a": "a\n"})
+	for _, bad := range []string{"--output=/tmp/x", "HEAD", c[:12], strings.ToUpper(c), ""} {
+		if _, err := Revision(context.Background(), r.gitDir(), Range{Base: bad, Commit: c}, Limits{}); err == nil {
+			t.Errorf("base %q accepted", bad)
+		}
+		if _, err := Interdiff(context.Background(), r.gitDir(), Range{Base: c, Commit: c}, Range{Base: c, Commit: bad}, Limits{}); err == nil {
+			t.Errorf("commit %q accepted", bad)
+		}
+	}
+}
+
+func TestCapture(t *testing.T) {
+	file := func(n int) string { return fmt.Sprintf("diff --git a/f%d b/f%d\n+x\n", n, n) }
+	three := file(1) + file(2) + file(3)
+	tests := []struct {
+		name      string
+		in        string
+		lim       Limits
+		wantText  string
+		wantFiles int
+		wantCut   bool
+	}{
+		{"whole", three, Limits{MaxBytes: 1000, MaxFiles: 10}, three, 3, false},
+		{"files", three, Limits{MaxBytes: 1000, MaxFiles: 2}, file(1) + file(2), 2, true},
+		{"bytes on a line end", three, Limits{MaxBytes: len(file(1)) + 5, MaxFiles: 10}, file(1), 1, true},
+		{"no final newline", "diff --git a/x b/x\n+y", Limits{MaxBytes: 100, MaxFiles: 10}, "diff --git a/x b/x\n+y", 1, false},
+		{"header text is not a header mid-line", "+diff --git a b\n", Limits{MaxBytes: 100, MaxFiles: 10}, "+diff --git a b\n", 0, false},
+		{"huge line cut", "diff --git a/x b/x\n+" + strings.Repeat("y", 200<<10) + "\n", Limits{MaxBytes: 100 << 10, MaxFiles: 10}, "diff --git a/x b/x\n", 1, true},
+		{"huge line kept", "+" + strings.Repeat("y", 200<<10) + "\n", Limits{MaxBytes: 300 << 10, MaxFiles: 10}, "+" + strings.Repeat("y", 200<<10) + "\n", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, cut, err := capture(strings.NewReader(tt.in), tt.lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Text != tt.wantText || res.Files != tt.wantFiles || cut != tt.wantCut {
+				t.Errorf("got text %.60q files %d cut %v; want %.60q %d %v", res.Text, res.Files, cut, tt.wantText, tt.wantFiles, tt.wantCut)
+			}
+		})
+	}
+}
+
+// peakHeap samples the heap while f runs and returns the highest figure.
+func peakHeap(f func()) uint64 {
+	var peak uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(stop)
+	<-done
+	return peak
+}
+
+func TestHugeRevisionIsTruncated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 5000-file commit and a 50 MB blob")
+	}
+	r := newRepo(t)
+	base := r.commit("base", map[string]string{"README": "hi\n"})
+
+	files := map[string]string{}
+	for i := 0; i < 5000; i++ {
+		files[fmt.Sprintf("dir%02d/file%04d.txt", i%50, i)] = fmt.Sprintf("file %d\n", i)
+	}
+	many := r.commit("5000 files", files)
+
+	// A 50 MB text blob, streamed into git rather than built in memory.
+	big := filepath.Join(r.dir, "big.txt")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := 0; i < 50<<20/64; i++ {
+		fmt.Fprintf(w, "%063d\n", i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	blob := r.commit("a 50 MB blob", nil)
+
+	ctx := context.Background()
+	runtime.GC()
+	var runtimeOf time.Duration
+	var d Result
+	peak := peakHeap(func() {
+		start := time.Now()
+		d, err = Revision(ctx, r.gitDir(), Range{Base: base, Commit: many}, Limits{})
+		runtimeOf = time.Since(start)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("5000 files: %v, %d bytes shown, peak heap %d KB", runtimeOf, len(d.Text), peak>>10)
+	if !d.Truncated || d.Files != 1000 || d.TotalFiles != 5000 {
+		t.Fatalf("5000 files: want 1000 of 5000 shown and truncated, got files %d total %d truncated %v", d.Files, d.TotalFiles, d.Truncated)
+	}
+	if !strings.Contains(strings.Join(d.Notes, "\n"), "showing 1000 of 5000 files") {
+		t.Fatalf("notes: %q", d.Notes)
+	}
+
+	for _, lim := range []Limits{{}, {BigFile: 1 << 30}} {
+		runtime.GC()
+		peak = peakHeap(func() {
+			start := time.Now()
+			d, err = Revision(ctx, r.gitDir(), Range{Base: many, Commit: blob}, lim)
+			runtimeOf = time.Since(start)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("50 MB blob (bigfile %d): %v, %d bytes shown, truncated %v, peak heap %d KB", lim.BigFile, runtimeOf, len(d.Text), d.Truncated, peak>>10)
+		if len(d.Text) > DefaultLimits().MaxBytes {
+			t.Fatalf("diff text %d bytes over the limit", len(d.Text))
+		}
+		if peak > 64<<20 {
+			t.Errorf("peak heap %d MB for a 50 MB blob", peak>>20)
+		}
+		if lim.BigFile == 0 && !strings.Contains(d.Text, "Binary files /dev/null and b/big.txt differ") {
+			t.Errorf("a blob over the big-file size should show as binary:\n%.300s", d.Text)
+		}
+		if lim.BigFile != 0 && (!d.Truncated || !strings.Contains(strings.Join(d.Notes, "\n"), "truncated")) {
+			t.Errorf("a 50 MB text diff should be cut with a note: %+v", d.Notes)
+		}
+	}
+
+	// The interdiff of such a revision is bounded the same way.
+	d, err = Interdiff(ctx, r.gitDir(), Range{Base: base, Commit: base}, Range{Base: base, Commit: many}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Truncated || d.Files != 1000 {
+		t.Fatalf("interdiff: files %d truncated %v", d.Files, d.Truncated)
+	}
+}
