@@ -1,0 +1,477 @@
+// Package subs keeps webhook subscriptions and their delivery log in the
+// forge's database. It is the half of webhooks that collab-hook links, so it
+// must never import net/http; the HTTP dispatcher lives in internal/webhook.
+package subs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/events"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// Subscription is one webhook: where to POST which events.
+type Subscription struct {
+	ID        int64    `json:"id"`
+	URL       string   `json:"url"`
+	Repo      string   `json:"repo"`   // a repository key; "" means every repository
+	Events    []string `json:"events"` // empty means every event
+	Cursor    int64    `json:"cursor"` // the last event id taken from the log
+	CreatedAt string   `json:"created_at"`
+	RemovedAt string   `json:"removed_at,omitempty"`
+}
+
+// Wants reports whether the subscription asks for event kind in repo.
+func (s Subscription) Wants(kind, repo string) bool {
+	if s.Repo != "" && s.Repo != repo {
+		return false
+	}
+	return len(s.Events) == 0 || slices.Contains(s.Events, kind)
+}
+
+// MaxURLLen bounds a subscription URL.
+const MaxURLLen = 2048
+
+// CheckURL accepts absolute http and https URLs with a host. Loopback and
+// private addresses are allowed: subscriptions are made by the admin.
+func CheckURL(raw string) (string, error) {
+	bad := func(why string) error { return fault.New(fault.Usage, "bad webhook URL %q: %s", clip(raw), why) }
+	if raw == "" {
+		return "", bad("empty")
+	}
+	if len(raw) > MaxURLLen {
+		return "", bad("too long")
+	}
+	for _, r := range raw {
+		if r <= 0x20 || r == 0x7f {
+			return "", bad("contains a space or control character")
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", bad("does not parse")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", bad("scheme must be http or https")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "", bad("no host")
+	}
+	if u.User != nil {
+		return "", bad("credentials in the URL would be stored and shown in clear")
+	}
+	if u.Fragment != "" {
+		return "", bad("a fragment is never sent")
+	}
+	return u.String(), nil
+}
+
+// CheckEvents validates event names (each may be a comma list) and returns
+// them deduplicated in the contract's order; none means every event.
+func CheckEvents(names []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		for _, e := range strings.Split(n, ",") {
+			e = strings.TrimSpace(e)
+			if !slices.Contains(events.Kinds, e) {
+				return nil, fault.New(fault.Usage, "unknown event %q (known: %s)", clip(e), strings.Join(events.Kinds, ", "))
+			}
+			want[e] = true
+		}
+	}
+	var out []string
+	for _, k := range events.Kinds {
+		if want[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Add validates and stores a subscription. It starts at the current end of
+// the event log: a new receiver gets what happens from now on, not the
+// forge's whole history (pollers read that from /api/v1/events).
+func Add(ctx context.Context, db *store.DB, rawURL, repo string, kinds []string, now time.Time) (Subscription, error) {
+	u, err := CheckURL(rawURL)
+	if err != nil {
+		return Subscription{}, err
+	}
+	evs, err := CheckEvents(kinds)
+	if err != nil {
+		return Subscription{}, err
+	}
+	s := Subscription{URL: u, Events: evs, CreatedAt: store.FormatTime(now)}
+	if repo != "" {
+		if s.Repo, err = reponame.Key(repo); err != nil {
+			return Subscription{}, err
+		}
+	}
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		if s.Repo != "" {
+			if _, err := repos.Get(ctx, tx, s.Repo); err != nil {
+				return err
+			}
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&s.Cursor); err != nil {
+			return fmt.Errorf("read end of event log: %w", err)
+		}
+		res, err := tx.ExecContext(ctx,
+			"INSERT INTO webhooks(url, repo, events, cursor, created_at) VALUES (?, ?, ?, ?, ?)",
+			s.URL, nullable(s.Repo), strings.Join(s.Events, ","), s.Cursor, s.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("add webhook: %w", err)
+		}
+		s.ID, err = res.LastInsertId()
+		return err
+	})
+	return s, err
+}
+
+const subColumns = "id, url, coalesce(repo, ''), events, cursor, created_at, coalesce(removed_at, '')"
+
+func scanSub(sc interface{ Scan(...any) error }) (Subscription, error) {
+	var s Subscription
+	var evs string
+	if err := sc.Scan(&s.ID, &s.URL, &s.Repo, &evs, &s.Cursor, &s.CreatedAt, &s.RemovedAt); err != nil {
+		return s, err
+	}
+	if evs != "" {
+		s.Events = strings.Split(evs, ",")
+	}
+	return s, nil
+}
+
+// List returns the live subscriptions (and removed ones too when asked), by id.
+func List(ctx context.Context, q store.Querier, withRemoved bool) ([]Subscription, error) {
+	query := "SELECT " + subColumns + " FROM webhooks"
+	if !withRemoved {
+		query += " WHERE removed_at IS NULL"
+	}
+	rows, err := q.QueryContext(ctx, query+" ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	defer rows.Close()
+	var out []Subscription
+	for rows.Next() {
+		s, err := scanSub(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list webhooks: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// Get returns subscription id, removed or not, or NotFound.
+func Get(ctx context.Context, q store.Querier, id int64) (Subscription, error) {
+	s, err := scanSub(q.QueryRowContext(ctx, "SELECT "+subColumns+" FROM webhooks WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fault.New(fault.NotFound, "webhook %d not found", id)
+	}
+	if err != nil {
+		return s, fmt.Errorf("read webhook %d: %w", id, err)
+	}
+	return s, nil
+}
+
+// Remove stops subscription id. Its delivery log is kept. Removing a
+// removed subscription is NotFound, like a missing one.
+func Remove(ctx context.Context, db *store.DB, id int64, now time.Time) error {
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE webhooks SET removed_at = ? WHERE id = ? AND removed_at IS NULL", store.FormatTime(now), id)
+		if err != nil {
+			return fmt.Errorf("remove webhook %d: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fault.New(fault.NotFound, "webhook %d not found", id)
+		}
+		return nil
+	})
+}
+
+// Attempt is one POST of a delivery.
+type Attempt struct {
+	At         string `json:"at"`
+	Status     int    `json:"status"` // 0: no HTTP response (refused, timeout)
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error"`
+}
+
+// Delivery is one event for one subscription, with its attempts.
+type Delivery struct {
+	ID        int64     `json:"id"`
+	WebhookID int64     `json:"webhook_id"`
+	EventID   int64     `json:"event_id"`
+	Event     string    `json:"event"`
+	State     string    `json:"state"` // pending, delivered, failed
+	Attempts  int       `json:"attempts"`
+	NextAt    string    `json:"next_at,omitempty"`
+	CreatedAt string    `json:"created_at"`
+	Log       []Attempt `json:"log"`
+}
+
+// Deliveries returns the delivery log of subscription id, newest first,
+// at most limit deliveries (0: all), each with its attempts oldest first.
+func Deliveries(ctx context.Context, q store.Querier, id int64, limit int) ([]Delivery, error) {
+	if _, err := Get(ctx, q, id); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := q.QueryContext(ctx, `
+		SELECT d.id, d.webhook_id, d.event_id, e.event, d.state, d.attempts, coalesce(d.next_at, ''), d.created_at
+		FROM deliveries d JOIN events e ON e.id = d.event_id
+		WHERE d.webhook_id = ? ORDER BY d.event_id DESC LIMIT ?`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read deliveries of webhook %d: %w", id, err)
+	}
+	var out []Delivery
+	for rows.Next() {
+		var d Delivery
+		if err := rows.Scan(&d.ID, &d.WebhookID, &d.EventID, &d.Event, &d.State, &d.Attempts, &d.NextAt, &d.CreatedAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read deliveries of webhook %d: %w", id, err)
+		}
+		out = append(out, d)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("read deliveries of webhook %d: %w", id, err)
+	}
+	for i := range out {
+		if out[i].Log, err = attempts(ctx, q, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func attempts(ctx context.Context, q store.Querier, deliveryID int64) ([]Attempt, error) {
+	rows, err := q.QueryContext(ctx,
+		"SELECT at, coalesce(status, 0), duration_ms, error FROM delivery_attempts WHERE delivery_id = ? ORDER BY id", deliveryID)
+	if err != nil {
+		return nil, fmt.Errorf("read attempts of delivery %d: %w", deliveryID, err)
+	}
+	defer rows.Close()
+	out := []Attempt{}
+	for rows.Next() {
+		var a Attempt
+		if err := rows.Scan(&a.At, &a.Status, &a.DurationMS, &a.Error); err != nil {
+			return nil, fmt.Errorf("read attempts of delivery %d: %w", deliveryID, err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Redeliver sends delivery id again, as soon as the dispatcher gets to it,
+// with a fresh retry window. Its subscription must still be live.
+func Redeliver(ctx context.Context, db *store.DB, id int64, now time.Time) (Delivery, error) {
+	var d Delivery
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		var removed sql.NullString
+		err := tx.QueryRowContext(ctx, `
+			SELECT d.webhook_id, d.event_id, e.event, w.removed_at
+			FROM deliveries d JOIN events e ON e.id = d.event_id JOIN webhooks w ON w.id = d.webhook_id
+			WHERE d.id = ?`, id).Scan(&d.WebhookID, &d.EventID, &d.Event, &removed)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fault.New(fault.NotFound, "delivery %d not found", id)
+		}
+		if err != nil {
+			return fmt.Errorf("read delivery %d: %w", id, err)
+		}
+		if removed.Valid {
+			return fault.New(fault.Conflict, "delivery %d belongs to removed webhook %d", id, d.WebhookID)
+		}
+		t := store.FormatTime(now)
+		_, err = tx.ExecContext(ctx,
+			"UPDATE deliveries SET state = 'pending', attempts = 0, next_at = ?, started_at = ? WHERE id = ?", t, t, id)
+		if err != nil {
+			return fmt.Errorf("redeliver %d: %w", id, err)
+		}
+		d.ID, d.State, d.NextAt = id, "pending", t
+		return nil
+	})
+	return d, err
+}
+
+// Pending is a delivery the dispatcher must attempt (again).
+type Pending struct {
+	ID        int64
+	Attempts  int
+	NextAt    time.Time
+	StartedAt time.Time
+	Event     events.Event
+}
+
+const eventColumns = "e.id, e.event, e.repo, e.actor, e.at, e.data"
+
+func scanEvent(sc interface{ Scan(...any) error }, extra ...any) (events.Event, error) {
+	var e events.Event
+	var data string
+	err := sc.Scan(append([]any{&e.ID, &e.Event, &e.Repo, &e.Actor, &e.At, &data}, extra...)...)
+	e.Data = []byte(data)
+	return e, err
+}
+
+// NextPending returns the oldest pending delivery (by event) of subscription
+// id: a retry or a redelivery, which comes before anything newer.
+func NextPending(ctx context.Context, q store.Querier, id int64) (Pending, bool, error) {
+	var p Pending
+	var next, started string
+	e, err := scanEvent(q.QueryRowContext(ctx, `
+		SELECT `+eventColumns+`, d.id, d.attempts, coalesce(d.next_at, ''), d.started_at
+		FROM deliveries d JOIN events e ON e.id = d.event_id
+		WHERE d.webhook_id = ? AND d.state = 'pending' ORDER BY d.event_id LIMIT 1`, id),
+		&p.ID, &p.Attempts, &next, &started)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, fmt.Errorf("read pending delivery of webhook %d: %w", id, err)
+	}
+	p.Event = e
+	if p.StartedAt, err = store.ParseTime(started); err != nil {
+		return p, false, err
+	}
+	if next != "" {
+		if p.NextAt, err = store.ParseTime(next); err != nil {
+			return p, false, err
+		}
+	}
+	return p, true, nil
+}
+
+// EventsAfter returns up to limit events with after < id <= upTo that
+// subscription s wants, oldest first.
+func EventsAfter(ctx context.Context, q store.Querier, s Subscription, after, upTo int64, limit int) ([]events.Event, error) {
+	query := "SELECT " + eventColumns + " FROM events e WHERE e.id > ? AND e.id <= ?"
+	args := []any{after, upTo}
+	if s.Repo != "" {
+		query += " AND e.repo = ?" // events_by_repo(repo, id)
+		args = append(args, s.Repo)
+	}
+	if len(s.Events) > 0 {
+		query += " AND e.event IN (?" + strings.Repeat(", ?", len(s.Events)-1) + ")"
+		for _, k := range s.Events {
+			args = append(args, k)
+		}
+	}
+	rows, err := q.QueryContext(ctx, query+" ORDER BY e.id LIMIT ?", append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("read events for webhook %d: %w", s.ID, err)
+	}
+	defer rows.Close()
+	var out []events.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read events for webhook %d: %w", s.ID, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Outcome is what one attempt gave and what happens next.
+type Outcome struct {
+	At       time.Time
+	Status   int // 0: no HTTP response
+	Duration time.Duration
+	Error    string
+	// State is the delivery's state after the attempt: delivered, pending
+	// (retry at NextAt) or failed (given up).
+	State  string
+	NextAt time.Time
+}
+
+// Record writes one attempt of event ev to subscription hookID, in one
+// transaction: the delivery row (made on the first attempt, with its retry
+// window starting at the event's time), the attempt log, and the cursor,
+// which moves past ev so that the log is never read twice for it.
+// deliveryID is 0 for an event taken from the log.
+func Record(ctx context.Context, db *store.DB, hookID, deliveryID int64, ev events.Event, o Outcome) error {
+	var next any
+	if o.State == "pending" {
+		next = store.FormatTime(o.NextAt)
+	}
+	at := store.FormatTime(o.At)
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		if deliveryID == 0 {
+			rows, err := tx.QueryContext(ctx, `
+				INSERT INTO deliveries(webhook_id, event_id, state, attempts, next_at, created_at, started_at)
+				VALUES (?, ?, ?, 1, ?, ?, ?)
+				ON CONFLICT (webhook_id, event_id) DO UPDATE SET state = excluded.state,
+					attempts = attempts + 1, next_at = excluded.next_at
+				RETURNING id`, hookID, ev.ID, o.State, next, at, ev.At)
+			if err != nil {
+				return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
+			}
+			// Read RETURNING to the end: an open statement stops WAL checkpoints.
+			for rows.Next() {
+				if err := rows.Scan(&deliveryID); err != nil {
+					rows.Close()
+					return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
+				}
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
+			}
+		} else {
+			_, err := tx.ExecContext(ctx,
+				"UPDATE deliveries SET state = ?, attempts = attempts + 1, next_at = ? WHERE id = ?", o.State, next, deliveryID)
+			if err != nil {
+				return fmt.Errorf("record delivery %d: %w", deliveryID, err)
+			}
+		}
+		var status any
+		if o.Status != 0 {
+			status = o.Status
+		}
+		_, err := tx.ExecContext(ctx,
+			"INSERT INTO delivery_attempts(delivery_id, at, status, duration_ms, error) VALUES (?, ?, ?, ?, ?)",
+			deliveryID, at, status, o.Duration.Milliseconds(), o.Error)
+		if err != nil {
+			return fmt.Errorf("log attempt of delivery %d: %w", deliveryID, err)
+		}
+		return advance(ctx, tx, hookID, ev.ID)
+	})
+}
+
+// Advance moves subscription hookID's cursor forward to id (never back),
+// for events it skipped because it does not want them.
+func Advance(ctx context.Context, db *store.DB, hookID, id int64) error {
+	return db.Write(ctx, func(tx *sql.Tx) error { return advance(ctx, tx, hookID, id) })
+}
+
+func advance(ctx context.Context, tx *sql.Tx, hookID, id int64) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE webhooks SET cursor = max(cursor, ?) WHERE id = ?", id, hookID); err != nil {
+		return fmt.Errorf("move cursor of webhook %d: %w", hookID, err)
+	}
+	return nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
