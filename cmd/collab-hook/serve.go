@@ -1,5 +1,55 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"os"
+	"syscall"
+	"time"
 
-func serveCommand() *cli.Command { return notYet("serve") }
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/journal"
+	"github.com/collab-forge/collab/internal/serve"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "the forced command of every key: run SSH_ORIGINAL_COMMAND for a principal",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "as", Usage: "the principal the key belongs to", Required: true},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return fault.New(fault.Usage, "usage: serve --as NAME (the command comes from SSH_ORIGINAL_COMMAND)")
+			}
+			root, err := rootOf(c)
+			if err != nil {
+				return err
+			}
+			log, closeLog := journal.Open(root.Dir)
+			defer closeLog()
+			code := serve.Run(c.Context, &serve.Request{
+				Root:      root,
+				Principal: c.String("as"),
+				Command:   os.Getenv("SSH_ORIGINAL_COMMAND"),
+				UserAuth:  os.Getenv("SSH_USER_AUTH"),
+				Environ:   os.Environ(),
+				URL:       c.String("url"),
+				Stdin:     os.Stdin,
+				Stdout:    os.Stdout,
+				Stderr:    os.Stderr,
+				Log:       log,
+				Now:       time.Now,
+				Exec: func(path string, argv, env []string) error {
+					_ = closeLog()
+					return syscall.Exec(path, argv, env)
+				},
+			})
+			if code == 0 {
+				return nil
+			}
+			return cli.Exit("", code)
+		},
+	}
+}

@@ -1,5 +1,43 @@
 package verbs
 
-import "github.com/urfave/cli/v2"
+import (
+	"fmt"
+	"io"
 
-func repoCommand(env *Env) *cli.Command { return notYet("repo") }
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/reponame"
+)
+
+func repoCommand(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:  "repo",
+		Usage: "repositories",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "repositories you can read, with your access",
+				Flags: []cli.Flag{JSONFlag},
+				Action: func(c *cli.Context) error {
+					if _, err := Args(c); err != nil {
+						return err
+					}
+					rs, err := principals.ReadableRepos(c.Context, env.DB.R(), env.Principal)
+					if err != nil {
+						return err
+					}
+					return env.Print(c, rs, func(w io.Writer) {
+						for _, r := range rs {
+							vis := "private"
+							if r.Public {
+								vis = "public"
+							}
+							fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", reponame.Display(r.Name), vis, r.Access, r.Description)
+						}
+					})
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,272 @@
+package principals
+
+import (
+	"context"
+	"crypto/rsa"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// Key is a keys row.
+type Key struct {
+	Fingerprint string `json:"fingerprint"` // SHA256:…
+	Principal   string `json:"principal"`
+	Type        string `json:"type"`
+	Blob        string `json:"blob"` // base64 of the wire key
+	Comment     string `json:"comment"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// Line is the key as it appears in authorized_keys: TYPE BLOB [COMMENT].
+func (k Key) Line() string {
+	if k.Comment == "" {
+		return k.Type + " " + k.Blob
+	}
+	return k.Type + " " + k.Blob + " " + k.Comment
+}
+
+// MaxKeyLine bounds the text given to key add (a 16 kbit RSA key is ~2.8 KB).
+const MaxKeyLine = 16 << 10
+
+// ParseKey validates one public key line "TYPE BASE64 [COMMENT]" as
+// ssh-keygen writes it. Options, certificates, several keys, control
+// characters and short RSA keys are refused: the line is written into
+// authorized_keys, where any of them could change what sshd allows.
+func ParseKey(line string) (Key, error) {
+	bad := func(why string) error { return fault.New(fault.Usage, "bad public key: %s", why) }
+	if len(line) > MaxKeyLine {
+		return Key{}, bad("too long")
+	}
+	for _, r := range line {
+		if r == '\n' || r == '\r' {
+			return Key{}, bad("holds a newline (give exactly one key)")
+		}
+		if unicode.IsControl(r) && r != '\t' {
+			return Key{}, bad("holds a control character")
+		}
+	}
+	line = strings.TrimSpace(line)
+	fields := strings.Fields(line)
+	if len(fields) < 2 {
+		return Key{}, bad(`want "TYPE BASE64 [COMMENT]", e.g. "ssh-ed25519 AAAA… you@host"`)
+	}
+	raw, err := base64.StdEncoding.DecodeString(fields[1])
+	if err != nil {
+		return Key{}, bad("the key is not base64 (options before the key type are not accepted)")
+	}
+	pub, err := ssh.ParsePublicKey(raw)
+	if err != nil {
+		return Key{}, bad(err.Error())
+	}
+	if pub.Type() != fields[0] {
+		return Key{}, bad(fmt.Sprintf("type %q does not match the key's %q", clip(fields[0]), pub.Type()))
+	}
+	if _, ok := pub.(*ssh.Certificate); ok {
+		return Key{}, bad("certificates are not accepted; add the plain key")
+	}
+	if ck, ok := pub.(ssh.CryptoPublicKey); ok {
+		if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < 2048 {
+			return Key{}, bad(fmt.Sprintf("RSA key of %d bits; at least 2048 needed", rk.N.BitLen()))
+		}
+	}
+	comment := strings.Join(fields[2:], " ")
+	if len(comment) > 256 {
+		comment = comment[:256]
+	}
+	return Key{
+		Fingerprint: ssh.FingerprintSHA256(pub),
+		Type:        pub.Type(),
+		Blob:        base64.StdEncoding.EncodeToString(pub.Marshal()),
+		Comment:     strings.ToValidUTF8(comment, "?"),
+	}, nil
+}
+
+// AddKey gives principal the key in line. A key belongs to one principal:
+// adding it for another is a conflict; adding it again for the same one
+// changes nothing and reports existed.
+func AddKey(ctx context.Context, db *store.DB, principal, line string, now time.Time) (k Key, existed bool, err error) {
+	k, err = ParseKey(line)
+	if err != nil {
+		return Key{}, false, err
+	}
+	k.Principal = principal
+	k.CreatedAt = store.FormatTime(now)
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := Get(ctx, tx, principal); err != nil {
+			return err
+		}
+		var owner string
+		err := tx.QueryRowContext(ctx, `SELECT principal FROM keys WHERE fingerprint = ?`, k.Fingerprint).Scan(&owner)
+		switch {
+		case err == nil && owner == principal:
+			existed = true
+			return nil
+		case err == nil:
+			return fault.New(fault.Conflict, "key %s already belongs to %s", k.Fingerprint, owner)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("read key %s: %w", k.Fingerprint, err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO keys(fingerprint, principal, type, blob, comment, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			k.Fingerprint, k.Principal, k.Type, k.Blob, k.Comment, k.CreatedAt)
+		if err != nil {
+			return fmt.Errorf("add key %s: %w", k.Fingerprint, err)
+		}
+		return nil
+	})
+	return k, existed, err
+}
+
+// RemoveKey deletes the key with fingerprint.
+func RemoveKey(ctx context.Context, db *store.DB, fingerprint string) (Key, error) {
+	var k Key
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		ks, err := queryKeys(ctx, tx, `WHERE k.fingerprint = ?`, fingerprint)
+		if err != nil {
+			return err
+		}
+		if len(ks) == 0 {
+			return fault.New(fault.NotFound, "key %s not found", clip(fingerprint))
+		}
+		k = ks[0]
+		if _, err := tx.ExecContext(ctx, `DELETE FROM keys WHERE fingerprint = ?`, fingerprint); err != nil {
+			return fmt.Errorf("remove key %s: %w", fingerprint, err)
+		}
+		return nil
+	})
+	return k, err
+}
+
+// Keys returns the keys of principal ("" for every principal's).
+func Keys(ctx context.Context, q store.Querier, principal string) ([]Key, error) {
+	if principal == "" {
+		return queryKeys(ctx, q, ``)
+	}
+	if _, err := Get(ctx, q, principal); err != nil {
+		return nil, err
+	}
+	return queryKeys(ctx, q, `WHERE k.principal = ?`, principal)
+}
+
+func queryKeys(ctx context.Context, q store.Querier, where string, args ...any) ([]Key, error) {
+	rows, err := q.QueryContext(ctx, `SELECT k.fingerprint, k.principal, k.type, k.blob, k.comment, k.created_at
+		FROM keys k `+where+` ORDER BY k.principal, k.created_at, k.fingerprint`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read keys: %w", err)
+	}
+	defer rows.Close()
+	out := []Key{}
+	for rows.Next() {
+		var k Key
+		if err := rows.Scan(&k.Fingerprint, &k.Principal, &k.Type, &k.Blob, &k.Comment, &k.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// Owner returns the enabled principal owning the key given as sshd's %t
+// and %k, or "" when there is none.
+func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, error) {
+	var name string
+	err := q.QueryRowContext(ctx, `SELECT k.principal FROM keys k JOIN principals p ON p.name = k.principal
+		WHERE k.type = ? AND k.blob = ? AND p.disabled = 0`, typ, blob).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up key: %w", err)
+	}
+	return name, nil
+}
+
+// OwnsFingerprint reports whether the key with fingerprint belongs to principal.
+func OwnsFingerprint(ctx context.Context, q store.Querier, principal, fingerprint string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM keys WHERE fingerprint = ? AND principal = ?`, fingerprint, principal).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up key: %w", err)
+	}
+	return true, nil
+}
+
+// Command is how authorized_keys lines start the forced command.
+type Command struct {
+	Binary string // absolute path of collab-hook
+	Root   string // the forge root; omitted from the line when it is the default
+}
+
+// ForcedCommand returns "BINARY [--root ROOT] serve --as NAME", shell-quoted.
+func (c Command) ForcedCommand(name string) (string, error) {
+	for _, p := range []string{c.Binary, c.Root} {
+		// The command sits inside command="…", where sshd only knows \" as
+		// an escape; refuse rather than escape what should never occur.
+		if strings.ContainsAny(p, "\"\\\n\r\x00") {
+			return "", fault.New(fault.Usage, "path %q cannot go into authorized_keys", clip(p))
+		}
+	}
+	if !strings.HasPrefix(c.Binary, "/") {
+		return "", fault.New(fault.Usage, "collab-hook path %q is not absolute", clip(c.Binary))
+	}
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	cmd := shellQuote(c.Binary)
+	if c.Root != "" && c.Root != forge.DefaultDir {
+		cmd += " --root " + shellQuote(c.Root)
+	}
+	return cmd + " serve --as " + name, nil
+}
+
+// AuthorizedLine is one authorized_keys line for k.
+func (c Command) AuthorizedLine(k Key) (string, error) {
+	fc, err := c.ForcedCommand(k.Principal)
+	if err != nil {
+		return "", err
+	}
+	return `command="` + fc + `",restrict ` + k.Line(), nil
+}
+
+// WriteAuthorizedKeys writes a whole authorized_keys file: one line per key
+// of every enabled principal.
+func WriteAuthorizedKeys(ctx context.Context, q store.Querier, c Command, w io.Writer) error {
+	ks, err := queryKeys(ctx, q, `JOIN principals p ON p.name = k.principal WHERE p.disabled = 0`)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("# Written by collab-hook authorized-keys; regenerate rather than edit.\n")
+	for _, k := range ks {
+		l, err := c.AuthorizedLine(k)
+		if err != nil {
+			return err
+		}
+		b.WriteString(l + "\n")
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write authorized keys: %w", err)
+	}
+	return nil
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:=@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,248 @@
+// Package principals keeps the forge's principals (people and agents),
+// their SSH keys and their grants, and renders the authorized_keys lines
+// that bind each key to "collab-hook serve --as NAME".
+package principals
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// AllRepos is the grant target meaning every repository.
+const AllRepos = "*"
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// CheckName refuses a principal name that could not safely be written into
+// a forced command, and the reserved ones.
+func CheckName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
+	}
+	if name == access.Local {
+		return fault.New(fault.Usage, "principal name %q is reserved for pushes made on the server", name)
+	}
+	return nil
+}
+
+// Principal is a principals row.
+type Principal struct {
+	Name      string `json:"name"`
+	Disabled  bool   `json:"disabled"`
+	CreatedAt string `json:"created_at"`
+}
+
+// Add creates a principal.
+func Add(ctx context.Context, db *store.DB, name string, now time.Time) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO principals(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`,
+			name, store.FormatTime(now))
+		if err != nil {
+			return fmt.Errorf("add principal %s: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fault.New(fault.Conflict, "principal %s already exists", name)
+		}
+		return nil
+	})
+}
+
+// SetDisabled disables (or enables again) a principal. A disabled principal
+// can do nothing: its keys leave authorized_keys and serve refuses it.
+func SetDisabled(ctx context.Context, db *store.DB, name string, disabled bool) error {
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE principals SET disabled = ? WHERE name = ?`, disabled, name)
+		if err != nil {
+			return fmt.Errorf("update principal %s: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return noPrincipal(name)
+		}
+		return nil
+	})
+}
+
+// Get returns the principal called name, or NotFound.
+func Get(ctx context.Context, q store.Querier, name string) (Principal, error) {
+	p := Principal{Name: name}
+	err := q.QueryRowContext(ctx, `SELECT disabled, created_at FROM principals WHERE name = ?`, name).Scan(&p.Disabled, &p.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Principal{}, noPrincipal(name)
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("read principal %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// List returns every principal by name.
+func List(ctx context.Context, q store.Querier) ([]Principal, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, disabled, created_at FROM principals ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list principals: %w", err)
+	}
+	defer rows.Close()
+	var out []Principal
+	for rows.Next() {
+		var p Principal
+		if err := rows.Scan(&p.Name, &p.Disabled, &p.CreatedAt); err != nil {
+			return nil, fmt.Errorf("list principals: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func noPrincipal(name string) error {
+	return fault.New(fault.NotFound, "principal %s not found", clip(name))
+}
+
+// Grant is one grants row.
+type Grant struct {
+	Principal string `json:"principal"`
+	Repo      string `json:"repo"` // a repository key, or "*"
+	Level     string `json:"level"`
+}
+
+// GrantKey resolves the REPO argument of grant and revoke: "*" or a
+// repository key.
+func GrantKey(repo string) (string, error) {
+	if repo == AllRepos {
+		return AllRepos, nil
+	}
+	return reponame.Key(repo)
+}
+
+// SetGrant gives principal level on repo (a key or "*"), replacing any
+// earlier grant there. The principal and the repository must exist, so a
+// typo is reported rather than stored.
+func SetGrant(ctx context.Context, db *store.DB, principal, repo string, level access.Level) error {
+	if level < access.Read {
+		return fault.New(fault.Usage, "bad access level: want read, write or admin")
+	}
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := Get(ctx, tx, principal); err != nil {
+			return err
+		}
+		if repo != AllRepos {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM repos WHERE name = ?`, repo).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return access.NotFound(repo)
+			}
+			if err != nil {
+				return fmt.Errorf("read repository %s: %w", repo, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO grants(principal, repo, level) VALUES (?, ?, ?)
+			ON CONFLICT(principal, repo) DO UPDATE SET level = excluded.level`, principal, repo, level.String())
+		if err != nil {
+			return fmt.Errorf("grant %s on %s: %w", principal, repo, err)
+		}
+		return nil
+	})
+}
+
+// Revoke removes principal's grant on repo; it reports whether there was one.
+func Revoke(ctx context.Context, db *store.DB, principal, repo string) (bool, error) {
+	var had bool
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := Get(ctx, tx, principal); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM grants WHERE principal = ? AND repo = ?`, principal, repo)
+		if err != nil {
+			return fmt.Errorf("revoke %s on %s: %w", principal, repo, err)
+		}
+		n, _ := res.RowsAffected()
+		had = n > 0
+		return nil
+	})
+	return had, err
+}
+
+// Grants returns principal's grants by repository.
+func Grants(ctx context.Context, q store.Querier, principal string) ([]Grant, error) {
+	rows, err := q.QueryContext(ctx, `SELECT repo, level FROM grants WHERE principal = ? ORDER BY repo`, principal)
+	if err != nil {
+		return nil, fmt.Errorf("read grants of %s: %w", principal, err)
+	}
+	defer rows.Close()
+	out := []Grant{}
+	for rows.Next() {
+		g := Grant{Principal: principal}
+		if err := rows.Scan(&g.Repo, &g.Level); err != nil {
+			return nil, fmt.Errorf("read grants of %s: %w", principal, err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// Readable is a repository a principal can read, with its level.
+type Readable struct {
+	Name        string `json:"name"` // the key: org/foo.git
+	Public      bool   `json:"public"`
+	Description string `json:"description"`
+	CreatedAt   string `json:"created_at"`
+	Access      string `json:"access"`
+}
+
+// ReadableRepos lists the repositories principal can read, by name. A
+// missing or disabled principal reads only what is public, like anyone.
+func ReadableRepos(ctx context.Context, q store.Querier, principal string) ([]Readable, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, public, description, created_at FROM repos ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list repositories: %w", err)
+	}
+	var all []Readable
+	for rows.Next() {
+		var r Readable
+		if err := rows.Scan(&r.Name, &r.Public, &r.Description, &r.CreatedAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list repositories: %w", err)
+		}
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list repositories: %w", err)
+	}
+	out := []Readable{}
+	for _, r := range all {
+		l, err := access.Of(ctx, q, principal, r.Name)
+		if err != nil {
+			return nil, err
+		}
+		if l >= access.Read {
+			r.Access = l.String()
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func clip(s string) string {
+	if len(s) > 70 {
+		s = s[:70] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,375 @@
+// Package serve is the forced command of every forge key: it reads the
+// command the client asked for (SSH_ORIGINAL_COMMAND), decides whether the
+// principal may run it, and then either replaces itself with stock git
+// (upload-pack, receive-pack, upload-archive) on a repository under the
+// root, or runs a collab verb. No shell ever sees the client's command.
+package serve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/shellwords"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/verbs"
+)
+
+// DefaultPath is the PATH git gets when serve's own environment has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// Request is one run of the forced command.
+type Request struct {
+	Root      forge.Root
+	Principal string
+	// Command is SSH_ORIGINAL_COMMAND; "" is an interactive login.
+	Command string
+	// UserAuth is SSH_USER_AUTH: the file in which sshd (ExposeAuthInfo)
+	// names the key used; "" when sshd does not expose it.
+	UserAuth string
+	// Environ is serve's own environment, the source of PATH, HOME,
+	// GIT_PROTOCOL and COLLAB_* for git and the hooks.
+	Environ []string
+	// URL overrides the root's url setting (--url, COLLAB_URL).
+	URL    string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Log    *slog.Logger
+	Now    func() time.Time
+	// Exec replaces the process with git (syscall.Exec); it returns only on
+	// failure. Tests record the call instead.
+	Exec func(path string, argv, env []string) error
+}
+
+// gitPrograms maps what clients send to git's subcommand and the access
+// it needs.
+var gitPrograms = map[string]struct {
+	sub  string
+	need access.Level
+}{
+	"git-upload-pack":    {"upload-pack", access.Read},
+	"git-upload-archive": {"upload-archive", access.Read},
+	"git-receive-pack":   {"receive-pack", access.Write},
+}
+
+// Run serves one request and returns the exit code; on success for a git
+// command it does not return (Exec replaces the process).
+func Run(ctx context.Context, r *Request) int {
+	start := time.Now()
+	log := r.Log.With("PRINCIPAL", r.Principal)
+	refuse := func(err error, attrs ...any) int {
+		fe := fault.As(err)
+		fmt.Fprintf(r.Stderr, "collab: %s\n", oneLine(fe.Msg))
+		attrs = append(attrs, "OUTCOME", "refused", "error", err.Error(), "DURATION_MS", time.Since(start).Milliseconds())
+		log.WarnContext(ctx, "ssh command refused", attrs...)
+		return fault.ExitCode(err)
+	}
+	if err := principals.CheckName(r.Principal); err != nil {
+		return refuse(err)
+	}
+	words, err := shellwords.Split(r.Command)
+	if err != nil {
+		return refuse(err, "command", clip(r.Command))
+	}
+	db, err := r.Root.Open(ctx)
+	if err != nil {
+		return refuse(err)
+	}
+	defer db.Close()
+	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
+		return refuse(err)
+	}
+	if len(words) == 0 {
+		if err := greet(ctx, r, db); err != nil {
+			return refuse(err)
+		}
+		log.InfoContext(ctx, "ssh greeting", "OUTCOME", "ok", "DURATION_MS", time.Since(start).Milliseconds())
+		return 0
+	}
+	if prog, ok := gitProgram(words); ok {
+		return runGit(ctx, r, db, log, prog, words, start, refuse)
+	}
+	if strings.HasPrefix(words[0], "git-") || words[0] == "git" {
+		return refuse(fault.New(fault.Usage, "unknown git command %q: only git-upload-pack, git-receive-pack and git-upload-archive are served", clip(strings.Join(first2(words), " "))))
+	}
+	env, err := verbEnv(ctx, r, db, log)
+	if err != nil {
+		return refuse(err)
+	}
+	code := verbs.Run(ctx, env, words)
+	log.InfoContext(ctx, "ssh verb", "verb", strings.Join(first2(words), " "), "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
+	return code
+}
+
+func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, prog string, words []string, start time.Time, refuse func(error, ...any) int) int {
+	args := words[1:]
+	if words[0] == "git" {
+		args = words[2:]
+	}
+	p := gitPrograms[prog]
+	if len(args) != 1 {
+		return refuse(fault.New(fault.Usage, "usage: %s REPOSITORY (exactly one repository)", prog), "command", prog)
+	}
+	key, err := reponame.Key(args[0])
+	if err != nil {
+		return refuse(err, "command", prog)
+	}
+	log = log.With("REPO", key)
+	if _, err := access.Require(ctx, db.R(), r.Principal, key, p.need); err != nil {
+		return refuse(err, "command", prog, "REPO", key)
+	}
+	dir, err := reponame.Dir(r.Root.ReposDir(), key)
+	if err != nil {
+		return refuse(err, "command", prog, "REPO", key)
+	}
+	env := gitEnv(r.Environ, r.Principal, r.Root.Dir, r.URL)
+	git, err := lookPath("git", getenv(env, "PATH"))
+	if err != nil {
+		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
+	}
+	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
+	// Nothing of ours may stay open in git: the database goes first.
+	db.Close()
+	err = r.Exec(git, []string{"git", p.sub, dir}, env)
+	return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key)
+}
+
+// gitProgram recognises git's own transport commands, in both spellings.
+func gitProgram(words []string) (string, bool) {
+	if _, ok := gitPrograms[words[0]]; ok {
+		return words[0], true
+	}
+	if words[0] == "git" && len(words) > 1 {
+		if _, ok := gitPrograms["git-"+words[1]]; ok {
+			return "git-" + words[1], true
+		}
+	}
+	return "", false
+}
+
+var protocolRE = regexp.MustCompile(`^[A-Za-z0-9=:._-]{1,256}$`)
+
+// gitEnv is the whole environment git and the hooks get: PATH, HOME, the
+// principal, the root, the client's GIT_PROTOCOL and serve's own COLLAB_*
+// variables, nothing else. Anything else a client sends (LD_PRELOAD,
+// GIT_CONFIG_*, GIT_DIR…) could run code or redirect git.
+func gitEnv(own []string, principal, rootDir, url string) []string {
+	path := DefaultPath
+	var home, proto string
+	var collab []string
+	for _, kv := range own {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "PATH" && v != "":
+			path = v
+		case k == "HOME":
+			home = v
+		case k == "GIT_PROTOCOL":
+			if protocolRE.MatchString(v) {
+				proto = v
+			}
+		case strings.HasPrefix(k, "COLLAB_") && k != "COLLAB_PRINCIPAL" && k != "COLLAB_ROOT" && k != "COLLAB_URL":
+			collab = append(collab, kv)
+		}
+	}
+	env := []string{"PATH=" + path}
+	if home != "" {
+		env = append(env, "HOME="+home)
+	}
+	env = append(env, "COLLAB_PRINCIPAL="+principal, "COLLAB_ROOT="+rootDir)
+	if url != "" {
+		env = append(env, "COLLAB_URL="+url)
+	}
+	if proto != "" {
+		env = append(env, "GIT_PROTOCOL="+proto)
+	}
+	return append(env, collab...)
+}
+
+// checkPrincipal refuses a principal that no longer exists or is disabled,
+// and, where sshd names the key used, a key that is no longer the
+// principal's: authorized_keys may be stale, the database is not.
+func checkPrincipal(ctx context.Context, db *store.DB, name, userAuth string) error {
+	p, err := principals.Get(ctx, db.R(), name)
+	if fault.KindOf(err) == fault.NotFound {
+		return fault.New(fault.Unauthenticated, "access denied: principal %s does not exist", name)
+	}
+	if err != nil {
+		return err
+	}
+	if p.Disabled {
+		return fault.New(fault.Unauthenticated, "access denied: principal %s is disabled", name)
+	}
+	if userAuth == "" {
+		return nil
+	}
+	keys, err := authKeys(userAuth)
+	if err != nil {
+		return fault.New(fault.Unauthenticated, "access denied: cannot read the key sshd used").With("detail", err.Error())
+	}
+	if len(keys) == 0 {
+		return fault.New(fault.Unauthenticated, "access denied: not authenticated with a public key")
+	}
+	for _, k := range keys {
+		owner, err := principals.Owner(ctx, db.R(), k[0], k[1])
+		if err != nil {
+			return err
+		}
+		if owner != name {
+			return fault.New(fault.Unauthenticated, "access denied: this key no longer belongs to %s", name)
+		}
+	}
+	return nil
+}
+
+// authKeys reads sshd's ExposeAuthInfo file: one "METHOD [DETAILS]" line per
+// successful authentication, "publickey TYPE BASE64" for keys.
+func authKeys(path string) ([][2]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open SSH_USER_AUTH: %w", err)
+	}
+	defer f.Close()
+	var out [][2]string
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 3 && fields[0] == "publickey" {
+			out = append(out, [2]string{fields[1], fields[2]})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read SSH_USER_AUTH: %w", err)
+	}
+	return out, nil
+}
+
+func verbEnv(ctx context.Context, r *Request, db *store.DB, log *slog.Logger) (*verbs.Env, error) {
+	url := r.URL
+	if url == "" {
+		v, err := store.Setting(ctx, db.R(), forge.SettingURL)
+		if err != nil {
+			return nil, err
+		}
+		url = v
+	}
+	sshURL, err := store.Setting(ctx, db.R(), forge.SettingSSH)
+	if err != nil {
+		return nil, err
+	}
+	now := r.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &verbs.Env{
+		Root:      r.Root,
+		DB:        db,
+		Principal: r.Principal,
+		Stdin:     r.Stdin,
+		Stdout:    r.Stdout,
+		Stderr:    r.Stderr,
+		Now:       now,
+		URL:       strings.TrimRight(url, "/"),
+		SSH:       sshURL,
+		Log:       log,
+	}, nil
+}
+
+// greet answers an interactive login the way gitolite's info does: who you
+// are, and what you may do where.
+func greet(ctx context.Context, r *Request, db *store.DB) error {
+	rs, err := principals.ReadableRepos(ctx, db.R(), r.Principal)
+	if err != nil {
+		return err
+	}
+	sshURL, err := store.Setting(ctx, db.R(), forge.SettingSSH)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "hello %s, this is collab; you have no shell here.\n\n", r.Principal)
+	if len(rs) == 0 {
+		b.WriteString("You cannot read any repository yet; ask the forge's admin for a grant.\n")
+	} else {
+		b.WriteString("Your repositories:\n")
+		for _, repo := range rs {
+			fmt.Fprintf(&b, "  %-6s %s\n", repo.Access, reponame.Display(repo.Name))
+		}
+	}
+	where := "git@HOST"
+	if sshURL != "" {
+		where = sshURL
+	}
+	fmt.Fprintf(&b, "\nVerbs (ssh %s VERB …): whoami, repo list, issue, lease, patch, hooks commit-msg, token; 'help' lists them.\n", where)
+	if len(rs) > 0 && sshURL != "" {
+		fmt.Fprintf(&b, "Clone: git clone %s/%s\n", strings.TrimRight(sshURL, "/"), rs[0].Name)
+	}
+	_, err = io.WriteString(r.Stdout, b.String())
+	return err
+}
+
+// lookPath finds an executable named file in the colon-separated list path.
+func lookPath(file, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // a relative PATH entry would depend on the cwd
+		}
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New(file + " not found in PATH " + path)
+}
+
+func getenv(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func outcome(code int) string {
+	if code == 0 {
+		return "ok"
+	}
+	return "refused"
+}
+
+func first2(w []string) []string {
+	if len(w) > 2 {
+		return w[:2]
+	}
+	return w
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
