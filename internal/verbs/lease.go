@@ -1,5 +1,193 @@
 package verbs
 
-import "github.com/urfave/cli/v2"
+import (
+	"database/sql"
+	"fmt"
+	"io"
+	"time"
 
-func leaseCommand(env *Env) *cli.Command { return notYet("lease") }
+	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/leases"
+)
+
+func leaseCommand(env *Env) *cli.Command {
+	ttl := &cli.StringFlag{Name: "ttl", Usage: "how long the lease lasts unless renewed (1s to 720h, e.g. 15m)"}
+	force := &cli.BoolFlag{Name: "force", Usage: "admins: override a live lease of someone else"}
+	return &cli.Command{
+		Name:  "lease",
+		Usage: "work leases on issues, with fencing tokens",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "acquire",
+				Usage:     "claim an open issue; without --ttl an open-ended assignment",
+				ArgsUsage: "REPO ID [--ttl 15m]",
+				Flags:     []cli.Flag{ttl, force, JSONFlag},
+				Action:    env.leaseAcquire,
+			},
+			{
+				Name:      "renew",
+				Usage:     "extend your live lease, keeping its token (without --ttl: by its last TTL)",
+				ArgsUsage: "REPO ID [--ttl 15m]",
+				Flags:     []cli.Flag{ttl, JSONFlag},
+				Action:    env.leaseRenew,
+			},
+			{
+				Name:      "release",
+				Usage:     "free your lease; prints released or not held",
+				ArgsUsage: "REPO ID",
+				Flags:     []cli.Flag{force, JSONFlag},
+				Action:    env.leaseRelease,
+			},
+			{
+				Name:      "list",
+				Usage:     "live leases, oldest tenure first",
+				ArgsUsage: "REPO",
+				Flags:     []cli.Flag{JSONFlag},
+				Action:    env.leaseList,
+			},
+		},
+	}
+}
+
+func ttlOf(c *cli.Context) (time.Duration, error) {
+	if !c.IsSet("ttl") {
+		return 0, nil
+	}
+	return leases.ParseTTL(c.String("ttl"))
+}
+
+// leaseForce reports whether --force was given, refusing it to non-admins.
+func leaseForce(c *cli.Context, lvl access.Level) (bool, error) {
+	if !c.Bool("force") {
+		return false, nil
+	}
+	if lvl < access.Admin {
+		return false, fault.New(fault.Denied, "permission denied: only a repository admin may override a lease (--force)")
+	}
+	return true, nil
+}
+
+func (env *Env) leaseAcquire(c *cli.Context) error {
+	args, err := Args(c, "repo", "id")
+	if err != nil {
+		return err
+	}
+	ttl, err := ttlOf(c)
+	if err != nil {
+		return err
+	}
+	key, lvl, err := env.issueRepo(c.Context, args[0], access.Write)
+	if err != nil {
+		return err
+	}
+	force, err := leaseForce(c, lvl)
+	if err != nil {
+		return err
+	}
+	id, err := issues.ResolveOpen(c.Context, env.DB.R(), key, args[1])
+	if err != nil {
+		return err
+	}
+	var l leases.Lease
+	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
+		l, err = leases.Acquire(c.Context, tx, key, id, env.Principal, ttl, force, env.clock())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", id, leaseText(l)) })
+}
+
+func (env *Env) leaseRenew(c *cli.Context) error {
+	args, err := Args(c, "repo", "id")
+	if err != nil {
+		return err
+	}
+	ttl, err := ttlOf(c)
+	if err != nil {
+		return err
+	}
+	key, _, err := env.issueRepo(c.Context, args[0], access.Write)
+	if err != nil {
+		return err
+	}
+	id, err := issues.ResolveLeased(c.Context, env.DB.R(), key, args[1])
+	if err != nil {
+		return err
+	}
+	var l leases.Lease
+	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
+		l, err = leases.Renew(c.Context, tx, key, id, env.Principal, ttl, env.clock())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", id, leaseText(l)) })
+}
+
+// releaseResult is what `lease release --json` prints; released matches
+// the HTTP API's DELETE answer.
+type releaseResult struct {
+	Released bool   `json:"released"`
+	Result   string `json:"result"` // "released" or "not held"
+	Repo     string `json:"repo"`
+	IssueID  string `json:"issue_id"`
+}
+
+func (env *Env) leaseRelease(c *cli.Context) error {
+	args, err := Args(c, "repo", "id")
+	if err != nil {
+		return err
+	}
+	key, lvl, err := env.issueRepo(c.Context, args[0], access.Write)
+	if err != nil {
+		return err
+	}
+	force, err := leaseForce(c, lvl)
+	if err != nil {
+		return err
+	}
+	id, err := issues.ResolveIssueOrLease(c.Context, env.DB.R(), key, args[1])
+	if err != nil {
+		return err
+	}
+	var released bool
+	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
+		released, err = leases.Release(c.Context, tx, key, id, env.Principal, force, env.clock())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res := releaseResult{Released: released, Result: "not held", Repo: key, IssueID: id}
+	if released {
+		res.Result = "released"
+	}
+	return env.Print(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Result) })
+}
+
+func (env *Env) leaseList(c *cli.Context) error {
+	args, err := Args(c, "repo")
+	if err != nil {
+		return err
+	}
+	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	if err != nil {
+		return err
+	}
+	list, err := leases.List(c.Context, env.DB.R(), key, env.clock())
+	if err != nil {
+		return err
+	}
+	return env.Print(c, list, func(w io.Writer) {
+		for _, l := range list {
+			fmt.Fprintf(w, "%s %s\n", l.IssueID, leaseText(l))
+		}
+	})
+}
