@@ -1,8 +1,382 @@
 package testscript
 
-import "github.com/rogpeppe/go-internal/testscript"
+// Script commands that run a REAL OpenSSH sshd and git daemon for a script
+// (issue 3). Scripts that use them start with
+//
+//	[!root] skip 'sshd needs root'
+//	[!exec:/usr/sbin/sshd] skip 'no sshd'
+//
+// Commands:
+//
+//	sshd-start [-keys-command]
+//	    Starts /usr/sbin/sshd -D on a free 127.0.0.1 port with the forge's
+//	    forced commands, and stops it when the script ends. By default sshd
+//	    reads an authorized_keys file written from `collab-hook
+//	    authorized-keys` (run sshd-keys after changing keys or users); with
+//	    -keys-command it asks `collab-hook keys-command %u %t %k` at every
+//	    login instead (the recommended deployment). Sets $SSH_PORT,
+//	    $SSH_URL (ssh://git@127.0.0.1:PORT), $SSHD_LOG (sshd's own log).
+//	    The forge's `ssh` setting is set to $SSH_URL.
+//	    The test sshd logs every key in as root (PermitRootLogin
+//	    forced-commands-only); the client wrappers below turn the git@ of
+//	    the URLs scripts write into root@, so scripts use the URLs users do.
+//	sshd-keys
+//	    Rewrites the authorized_keys file from `collab-hook authorized-keys`.
+//	keygen NAME
+//	    Makes a client key pair $WORK/.ssh/NAME{,.pub} without registering
+//	    it (a stranger's key), and the wrapper ssh-NAME (see below).
+//	ssh-user NAME [REPO LEVEL]…
+//	    `user add NAME`, keygen NAME, `key add` of that key, sshd-keys, and
+//	    `grant NAME REPO LEVEL` for each pair given.
+//	ssh-use NAME
+//	    Makes NAME's key the one plain `git` uses from now on (sets
+//	    GIT_SSH_COMMAND), so `exec git clone $SSH_URL/demo.git` and
+//	    `exec git push` run as NAME.
+//
+// Programs on PATH for `exec`:
+//
+//	ssh-as NAME WORD…     ssh to the forge with NAME's key. Each WORD is
+//	                      shell-quoted first, so `ssh-as alice issue new demo
+//	                      --title 'Two words'` arrives as those six words.
+//	                      stdin passes through (`stdin FILE` before it).
+//	ssh-raw NAME STRING   sends STRING as the command exactly as given
+//	                      (what `ssh host STRING` would send).
+//	ssh-NAME ARGS…        plain ssh with NAME's key and the forge's host key
+//	                      (what GIT_SSH_COMMAND runs).
+//	git-as NAME ARGS…     git with NAME's key for ssh:// remotes.
+//
+//	gitdaemon-start
+//	    Starts `git daemon` on a free 127.0.0.1 port over $ROOT/repos
+//	    (public repositories only: those with git-daemon-export-ok), stopped
+//	    at the end. Sets $GIT_DAEMON_PORT and $GIT_DAEMON_URL
+//	    (git://127.0.0.1:PORT).
 
-// sshdCmds start and drive a real sshd for a script (issue 3).
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// sshdCmds start and drive a real sshd for a script.
 func sshdCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
-	return map[string]func(ts *testscript.TestScript, neg bool, args []string){}
+	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"sshd-start":      cmdSSHDStart,
+		"sshd-keys":       cmdSSHDKeys,
+		"keygen":          cmdKeygen,
+		"ssh-user":        cmdSSHUser,
+		"ssh-use":         cmdSSHUse,
+		"gitdaemon-start": cmdGitDaemonStart,
+	}
+}
+
+// sshPaths are where a script's ssh files live.
+type sshPaths struct{ dir, bin string }
+
+func pathsOf(ts *testscript.TestScript) sshPaths {
+	work := ts.Getenv("WORK")
+	p := sshPaths{dir: filepath.Join(work, ".ssh"), bin: filepath.Join(work, ".sshbin")}
+	for _, d := range []string{p.dir, p.bin} {
+		ts.Check(os.MkdirAll(d, 0o755))
+	}
+	if !strings.Contains(ts.Getenv("PATH"), p.bin) {
+		ts.Setenv("PATH", p.bin+string(os.PathListSeparator)+ts.Getenv("PATH"))
+		writeClientTools(ts, p)
+	}
+	return p
+}
+
+func (p sshPaths) authorizedKeys() string { return filepath.Join(p.dir, "authorized_keys") }
+func (p sshPaths) knownHosts() string     { return filepath.Join(p.dir, "known_hosts") }
+func (p sshPaths) key(name string) string { return filepath.Join(p.dir, "id_"+name) }
+
+// freePort asks the kernel for a free port on 127.0.0.1.
+func freePort(ts *testscript.TestScript) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := l.Addr().(*net.TCPAddr).Port
+	ts.Check(l.Close())
+	return port
+}
+
+// hook runs collab-hook for the script's root and returns its stdout.
+func hook(ts *testscript.TestScript, args ...string) string {
+	cmd := exec.Command(filepath.Join(ts.Getenv("BIN"), "collab-hook"), append([]string{"--root", ts.Getenv("ROOT")}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		ts.Fatalf("collab-hook %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
+
+func cmdSSHDStart(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! sshd-start")
+	}
+	keysCommand := false
+	for _, a := range args {
+		switch a {
+		case "-keys-command":
+			keysCommand = true
+		default:
+			ts.Fatalf("usage: sshd-start [-keys-command]")
+		}
+	}
+	if ts.Getenv("SSH_PORT") != "" {
+		ts.Fatalf("sshd-start: sshd already running on %s", ts.Getenv("SSH_PORT"))
+	}
+	p := pathsOf(ts)
+	sd := filepath.Join(ts.Getenv("WORK"), ".sshd")
+	ts.Check(os.MkdirAll(sd, 0o755))
+	ts.Check(os.MkdirAll("/run/sshd", 0o755)) // privilege separation directory
+	hostKey := filepath.Join(sd, "host_ed25519")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test-host", "-f", hostKey).CombinedOutput(); err != nil {
+		ts.Fatalf("ssh-keygen host key: %v\n%s", err, out)
+	}
+	port := freePort(ts)
+	hostPub, err := os.ReadFile(hostKey + ".pub")
+	ts.Check(err)
+	hp := strings.Fields(string(hostPub))
+	ts.Check(os.WriteFile(p.knownHosts(), []byte(fmt.Sprintf("[127.0.0.1]:%d %s %s\n", port, hp[0], hp[1])), 0o644))
+	ts.Check(os.WriteFile(p.authorizedKeys(), []byte(hook(ts, "authorized-keys")), 0o600))
+
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, `ListenAddress 127.0.0.1
+HostKey %s
+PidFile %s
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+PermitRootLogin forced-commands-only
+AllowUsers root
+StrictModes no
+AcceptEnv GIT_PROTOCOL
+ExposeAuthInfo yes
+DisableForwarding yes
+PermitTTY no
+PermitUserEnvironment no
+PrintMotd no
+LogLevel VERBOSE
+`, hostKey, filepath.Join(sd, "sshd.pid"))
+	if keysCommand {
+		script := filepath.Join(sd, "keys-command.sh")
+		body := fmt.Sprintf("#!/bin/sh\nexec %s --root %s keys-command \"$@\"\n",
+			shq(filepath.Join(ts.Getenv("BIN"), "collab-hook")), shq(ts.Getenv("ROOT")))
+		ts.Check(os.WriteFile(script, []byte(body), 0o755))
+		// sshd checks every path component of the program it runs; /bin/sh
+		// passes, a script under /tmp would not.
+		fmt.Fprintf(&cfg, "AuthorizedKeysFile none\nAuthorizedKeysCommand /bin/sh %s %%u %%t %%k\nAuthorizedKeysCommandUser root\n", script)
+	} else {
+		fmt.Fprintf(&cfg, "AuthorizedKeysFile %s\n", p.authorizedKeys())
+	}
+	var setenv []string
+	for _, k := range []string{"COLLAB_JOURNAL_SOCKET"} {
+		if v := ts.Getenv(k); v != "" {
+			setenv = append(setenv, k+"="+v)
+		}
+	}
+	if len(setenv) > 0 {
+		fmt.Fprintf(&cfg, "SetEnv %s\n", strings.Join(setenv, " "))
+	}
+	conf := filepath.Join(sd, "sshd_config")
+	ts.Check(os.WriteFile(conf, []byte(cfg.String()), 0o600))
+	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", conf, "-p", strconv.Itoa(port)).CombinedOutput(); err != nil {
+		ts.Fatalf("sshd -t: %v\n%s", err, out)
+	}
+	logPath := filepath.Join(sd, "sshd.log")
+	logf, err := os.Create(logPath)
+	ts.Check(err)
+	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf, "-p", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+	ts.Check(cmd.Start())
+	stop := startedProcess(ts, cmd, logf, port, logPath, "sshd")
+	ts.Defer(stop)
+
+	url := fmt.Sprintf("ssh://git@127.0.0.1:%d", port)
+	ts.Setenv("SSH_PORT", strconv.Itoa(port))
+	ts.Setenv("SSH_URL", url)
+	ts.Setenv("SSHD_LOG", logPath)
+	hook(ts, "config", "set", "ssh", url)
+}
+
+// startedProcess waits until cmd listens on port and returns its stop.
+func startedProcess(ts *testscript.TestScript, cmd *exec.Cmd, logf *os.File, port int, logPath, what string) func() {
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logf.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return stop
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logPath)
+			ts.Fatalf("%s exited at start:\n%s", what, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			log, _ := os.ReadFile(logPath)
+			ts.Fatalf("%s did not listen on %d:\n%s", what, port, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func cmdSSHDKeys(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: sshd-keys")
+	}
+	p := pathsOf(ts)
+	ts.Check(os.WriteFile(p.authorizedKeys(), []byte(hook(ts, "authorized-keys")), 0o600))
+}
+
+func cmdKeygen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: keygen NAME")
+	}
+	keygen(ts, args[0])
+}
+
+func keygen(ts *testscript.TestScript, name string) sshPaths {
+	p := pathsOf(ts)
+	if strings.ContainsAny(name, "/ '\"") || name == "" {
+		ts.Fatalf("keygen: bad name %q", name)
+	}
+	key := p.key(name)
+	if _, err := os.Stat(key); err == nil {
+		ts.Fatalf("keygen: key %s exists", name)
+	}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name+"@test", "-f", key).CombinedOutput(); err != nil {
+		ts.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	// The wrapper git and the scripts run: the key, the known host key, and
+	// git@ turned into root@ (the test sshd's only login).
+	wrapper := fmt.Sprintf(`#!/bin/sh
+i=0
+for a in "$@"; do
+  case "$a" in git@*) a="root@${a#git@}";; esac
+  if [ $i = 0 ]; then set --; i=1; fi
+  set -- "$@" "$a"
+done
+# scp-like git@host:repo URLs carry no port: use the test sshd's.
+[ -n "$SSH_PORT" ] && set -- -p "$SSH_PORT" "$@"
+exec ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o IdentityFile=%s \
+  -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o RequestTTY=no -o LogLevel=ERROR "$@"
+`, shq(key), shq(p.knownHosts()))
+	ts.Check(os.WriteFile(filepath.Join(p.bin, "ssh-"+name), []byte(wrapper), 0o755))
+	return p
+}
+
+func cmdSSHUser(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args)%2 != 1 {
+		ts.Fatalf("usage: ssh-user NAME [REPO LEVEL]…")
+	}
+	name := args[0]
+	p := keygen(ts, name)
+	hook(ts, "user", "add", name)
+	pub, err := os.ReadFile(p.key(name) + ".pub")
+	ts.Check(err)
+	hook(ts, "key", "add", name, strings.TrimSpace(string(pub)))
+	for i := 1; i < len(args); i += 2 {
+		hook(ts, "grant", name, args[i], args[i+1])
+	}
+	ts.Check(os.WriteFile(p.authorizedKeys(), []byte(hook(ts, "authorized-keys")), 0o600))
+}
+
+func cmdSSHUse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: ssh-use NAME")
+	}
+	p := pathsOf(ts)
+	w := filepath.Join(p.bin, "ssh-"+args[0])
+	if _, err := os.Stat(w); err != nil {
+		ts.Fatalf("ssh-use: no key for %s (keygen or ssh-user first)", args[0])
+	}
+	ts.Setenv("GIT_SSH_COMMAND", w)
+	ts.Setenv("GIT_SSH_VARIANT", "ssh")
+}
+
+// writeClientTools puts ssh-as, ssh-raw and git-as on the script's PATH.
+func writeClientTools(ts *testscript.TestScript, p sshPaths) {
+	tools := map[string]string{
+		"ssh-as": `#!/bin/sh
+[ $# -ge 1 ] || { echo "usage: ssh-as NAME WORD…" >&2; exit 2; }
+name=$1; shift
+w="$(dirname "$0")/ssh-$name"
+[ -x "$w" ] || { echo "ssh-as: no key for $name" >&2; exit 2; }
+cmd=""
+for a in "$@"; do
+  q=$(printf '%s' "$a" | sed "s/'/'\\\\''/g")
+  cmd="$cmd '$q'"
+done
+exec "$w" git@127.0.0.1 "${cmd# }"
+`,
+		"ssh-raw": `#!/bin/sh
+[ $# -eq 2 ] || { echo "usage: ssh-raw NAME STRING" >&2; exit 2; }
+w="$(dirname "$0")/ssh-$1"
+[ -x "$w" ] || { echo "ssh-raw: no key for $1" >&2; exit 2; }
+exec "$w" git@127.0.0.1 "$2"
+`,
+		"git-as": `#!/bin/sh
+[ $# -ge 1 ] || { echo "usage: git-as NAME ARGS…" >&2; exit 2; }
+w="$(dirname "$0")/ssh-$1"; shift
+[ -x "$w" ] || { echo "git-as: no key" >&2; exit 2; }
+GIT_SSH_COMMAND="$w" GIT_SSH_VARIANT=ssh exec git "$@"
+`,
+	}
+	for name, body := range tools {
+		ts.Check(os.WriteFile(filepath.Join(p.bin, name), []byte(body), 0o755))
+	}
+}
+
+func cmdGitDaemonStart(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: gitdaemon-start")
+	}
+	if ts.Getenv("GIT_DAEMON_PORT") != "" {
+		ts.Fatalf("gitdaemon-start: already running")
+	}
+	dir := filepath.Join(ts.Getenv("WORK"), ".gitdaemon")
+	ts.Check(os.MkdirAll(dir, 0o755))
+	repos := filepath.Join(ts.Getenv("ROOT"), "repos")
+	port := freePort(ts)
+	logPath := filepath.Join(dir, "daemon.log")
+	logf, err := os.Create(logPath)
+	ts.Check(err)
+	cmd := exec.Command("git", "daemon", "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--reuseaddr",
+		"--base-path="+repos, "--pid-file="+filepath.Join(dir, "daemon.pid"), "--informative-errors", repos)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1"}
+	ts.Check(cmd.Start())
+	ts.Defer(startedProcess(ts, cmd, logf, port, logPath, "git daemon"))
+	ts.Setenv("GIT_DAEMON_PORT", strconv.Itoa(port))
+	ts.Setenv("GIT_DAEMON_URL", fmt.Sprintf("git://127.0.0.1:%d", port))
+}
+
+func shq(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
