@@ -337,3 +337,24 @@ func CheckState(s string) error {
 	}
 	return fault.New(fault.Usage, "bad state %q: want open, merged, closed or all", s)
 }
+
+// ByCommit returns the ids of the patches that have commit oid as a
+// revision, the most recently created first.
+func ByCommit(ctx context.Context, q store.Querier, repo, oid string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT r.patch_id FROM revisions r
+		JOIN patches p ON p.repo = r.repo AND p.id = r.patch_id
+		WHERE r.repo = ? AND r.commit_oid = ? ORDER BY p.seq DESC`, repo, oid)
+	if err != nil {
+		return nil, fmt.Errorf("find patches of commit %s: %w", oid, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("find patches of commit %s: %w", oid, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

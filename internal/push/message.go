@@ -1,0 +1,79 @@
+package push
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/ids"
+)
+
+const amendHint = "fix the last paragraph of the message with git commit --amend and push again"
+
+// CheckTip refuses a refs/for tip whose message collab cannot take: not
+// UTF-8, too long, or with Patch: trailers that are repeated, malformed or
+// all zero (Gerrit's Change-Id rules), or Fixes: trailers that are no ids.
+func CheckTip(c git.Commit) error {
+	short := c.OID[:12]
+	if len(c.Message) > MaxMessage {
+		return fault.New(fault.Usage, "commit %s: message of %d bytes is too long (at most %d); shorten it with git commit --amend", short, len(c.Message), MaxMessage)
+	}
+	if !utf8.Valid(c.Message) {
+		return fault.New(fault.Usage, "commit %s: message is not valid UTF-8; rewrite it with git commit --amend (or set i18n.commitEncoding)", short)
+	}
+	switch {
+	case len(c.Patch) > 1:
+		return fault.New(fault.Usage, "commit %s has %d Patch: trailers; keep exactly one: %s", short, len(c.Patch), amendHint)
+	case len(c.Patch) == 1:
+		v := c.Patch[0]
+		if strings.Trim(v, "0") == "" && v != "" {
+			return fault.New(fault.Usage, "commit %s: Patch: %s is all zeros; remove the line so the commit-msg hook makes a new id, or %s", short, clip(v), amendHint)
+		}
+		if !ids.Valid(v) {
+			return fault.New(fault.Usage, "commit %s: Patch: %q is not a patch id (8 to 64 lowercase hex characters); %s", short, clip(v), amendHint)
+		}
+	}
+	for _, f := range c.Fixes {
+		if _, err := ids.CheckPrefix(f); err != nil || f != strings.ToLower(f) {
+			return fault.New(fault.Usage, "commit %s: Fixes: %q is not an issue id (4 to 64 hex characters); %s", short, clip(f), amendHint)
+		}
+	}
+	return nil
+}
+
+// Subject is the first paragraph of a message joined into one line, as git
+// shows it; Body is the rest without the final trailer paragraph.
+func Subject(msg string) string {
+	para, _, _ := strings.Cut(strings.TrimLeft(strings.ReplaceAll(msg, "\r\n", "\n"), "\n"), "\n\n")
+	s := strings.Join(strings.Fields(para), " ")
+	if len(s) > MaxTitle {
+		s = strings.ToValidUTF8(s[:MaxTitle], "")
+	}
+	return s
+}
+
+// Body returns the message after its subject, without a last paragraph
+// made only of "Key: value" trailer lines.
+func Body(msg string) string {
+	msg = strings.ReplaceAll(msg, "\r\n", "\n")
+	_, rest, ok := strings.Cut(strings.TrimLeft(msg, "\n"), "\n\n")
+	if !ok {
+		return ""
+	}
+	paras := strings.Split(strings.TrimSpace(rest), "\n\n")
+	if last := paras[len(paras)-1]; isTrailerBlock(last) {
+		paras = paras[:len(paras)-1]
+	}
+	return strings.TrimSpace(strings.Join(paras, "\n\n"))
+}
+
+func isTrailerBlock(p string) bool {
+	for _, l := range strings.Split(p, "\n") {
+		k, _, ok := strings.Cut(l, ":")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return false
+		}
+	}
+	return true
+}

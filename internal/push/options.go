@@ -1,0 +1,170 @@
+package push
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/ids"
+)
+
+// KnownOptions are the push options collab understands, as the refusal of
+// an unknown one lists them.
+const KnownOptions = "title=, description=, topic=, patch=ID, fixes=ISSUE, lease=TOKEN or lease=ISSUE:TOKEN, draft"
+
+// Limits on option values and on the message of a refs/for tip.
+const (
+	MaxTitle       = 1000
+	MaxTopic       = 255
+	MaxDescription = 64 << 10
+	// MaxMessage bounds the message of a refs/for tip: its subject and body
+	// become the patch's title and description.
+	MaxMessage = 64 << 10
+)
+
+// Lease is a -o lease= option: Issue is "" for the plain TOKEN form.
+type Lease struct {
+	Issue string
+	Token int64
+}
+
+// Options are the push options of one push.
+type Options struct {
+	Title       *string
+	Description *string
+	Topic       *string
+	Draft       *bool
+	Patch       string   // an id prefix
+	Fixes       []string // issue id prefixes
+	Leases      []Lease
+}
+
+// ParseOptions checks and reads push options ("name=value", or a bare
+// "name" meaning true). Repeated single-valued options: the last wins.
+func ParseOptions(raw []string) (Options, error) {
+	var o Options
+	for _, kv := range raw {
+		name, value, hasValue := strings.Cut(kv, "=")
+		if !hasValue {
+			value = "true"
+		}
+		if !utf8.ValidString(value) || strings.ContainsRune(value, 0) {
+			return Options{}, fault.New(fault.Usage, "push option %s: value is not valid UTF-8 text", clip(name))
+		}
+		need := func() error {
+			if !hasValue || value == "" {
+				return fault.New(fault.Usage, "push option %s needs a value: -o %s=…", name, name)
+			}
+			return nil
+		}
+		switch name {
+		case "title":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			if err := line("title", value, MaxTitle); err != nil {
+				return Options{}, err
+			}
+			o.Title = &value
+		case "description":
+			if len(value) > MaxDescription {
+				return Options{}, fault.New(fault.Usage, "push option description too long: %d bytes, at most %d", len(value), MaxDescription)
+			}
+			o.Description = &value
+		case "topic":
+			if err := line("topic", value, MaxTopic); err != nil {
+				return Options{}, err
+			}
+			o.Topic = &value
+		case "draft":
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return Options{}, fault.New(fault.Usage, "push option draft=%s: want true or false", clip(value))
+			}
+			o.Draft = &b
+		case "patch":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			p, err := ids.CheckPrefix(value)
+			if err != nil {
+				return Options{}, fault.New(fault.Usage, "push option patch=%s: want a patch id (4 to 64 hex characters)", clip(value))
+			}
+			o.Patch = p
+		case "fixes":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			p, err := ids.CheckPrefix(value)
+			if err != nil {
+				return Options{}, fault.New(fault.Usage, "push option fixes=%s: want an issue id (4 to 64 hex characters)", clip(value))
+			}
+			o.Fixes = append(o.Fixes, p)
+		case "lease":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			l, err := parseLease(value)
+			if err != nil {
+				return Options{}, err
+			}
+			o.Leases = append(o.Leases, l)
+		default:
+			return Options{}, fault.New(fault.Usage, "unknown push option %q; known options: %s", clip(name), KnownOptions)
+		}
+	}
+	return o, nil
+}
+
+func parseLease(v string) (Lease, error) {
+	bad := fault.New(fault.Usage, "push option lease=%s: want lease=TOKEN or lease=ISSUE:TOKEN", clip(v))
+	issue, tok, ok := strings.Cut(v, ":")
+	if !ok {
+		issue, tok = "", v
+	} else {
+		p, err := ids.CheckPrefix(issue)
+		if err != nil {
+			return Lease{}, bad
+		}
+		issue = p
+	}
+	n, err := strconv.ParseInt(tok, 10, 64)
+	if err != nil || n < 1 {
+		return Lease{}, bad
+	}
+	return Lease{Issue: issue, Token: n}, nil
+}
+
+func line(what, v string, limit int) error {
+	if len(v) > limit {
+		return fault.New(fault.Usage, "push option %s too long: %d bytes, at most %d", what, len(v), limit)
+	}
+	if strings.ContainsAny(v, "\r\n") {
+		return fault.New(fault.Usage, "push option %s must be one line", what)
+	}
+	return nil
+}
+
+// EnvOptions reads the push options git hands pre- and post-receive in
+// GIT_PUSH_OPTION_COUNT and GIT_PUSH_OPTION_0….
+func EnvOptions() []string {
+	n, err := strconv.Atoi(os.Getenv("GIT_PUSH_OPTION_COUNT"))
+	if err != nil || n <= 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, os.Getenv(fmt.Sprintf("GIT_PUSH_OPTION_%d", i)))
+	}
+	return out
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}

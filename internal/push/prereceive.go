@@ -1,0 +1,103 @@
+package push
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+)
+
+// Namespaces of refs the hooks treat specially.
+const (
+	ForPrefix    = "refs/for/"
+	CollabPrefix = "refs/collab/"
+	HeadsPrefix  = "refs/heads/"
+)
+
+// PreReceive checks a whole push before any ref moves: the pusher's write
+// access, the push options, no client write under refs/collab/, and the
+// message and trailers of every refs/for tip. A refusal rejects every ref
+// of the push; its message is one line for the pusher.
+func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
+	start := time.Now()
+	log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo)
+	err := preReceive(ctx, e, updates, rawOpts)
+	outcome := "ok"
+	if err != nil {
+		outcome = "refused"
+		if fault.KindOf(err) == fault.Internal {
+			outcome = "error"
+		}
+	}
+	for _, u := range updates {
+		log.Info("pre-receive", "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New, "OUTCOME", outcome, "DURATION_MS", ms(start), "error", errText(err))
+	}
+	return err
+}
+
+func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	if _, err := access.Require(ctx, e.DB.R(), e.Principal, e.Repo, access.Write); err != nil {
+		return err
+	}
+	if _, err := ParseOptions(rawOpts); err != nil {
+		return err
+	}
+	var tips []string
+	for _, u := range updates {
+		switch {
+		case strings.HasPrefix(u.Ref, CollabPrefix):
+			verb := "update"
+			switch {
+			case u.New == git.ZeroOID:
+				verb = "delete"
+			case u.Old == git.ZeroOID:
+				verb = "create"
+			}
+			return fault.New(fault.Denied, "cannot %s %s: refs/collab/ is the forge's own record and only the forge writes it", verb, u.Ref)
+		case strings.HasPrefix(u.Ref, ForPrefix):
+			if u.New == git.ZeroOID {
+				return fault.New(fault.Usage, "cannot delete %s: refs/for/ refs do not exist; close a patch with 'patch close'", u.Ref)
+			}
+			if _, err := BaseOf(u.Ref); err != nil {
+				return err
+			}
+			tips = append(tips, u.New)
+		}
+	}
+	if len(tips) == 0 {
+		return nil
+	}
+	cs, err := e.Git.Commits(ctx, tips...)
+	if err != nil {
+		return fault.Wrap(err, "cannot read the pushed commits")
+	}
+	for _, c := range cs {
+		if err := CheckTip(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BaseOf returns the target branch of a refs/for/BASE ref; BASE may also
+// be spelled refs/heads/BASE, as Gerrit allows.
+func BaseOf(ref string) (string, error) {
+	b := strings.TrimPrefix(strings.TrimPrefix(ref, ForPrefix), HeadsPrefix)
+	if b == "" || strings.HasPrefix(b, "-") || strings.ContainsAny(b, " \t\n\x00") {
+		return "", fault.New(fault.Usage, "bad target %s: push to refs/for/BRANCH", ref)
+	}
+	return b, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,440 @@
+package push
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/pktline"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// RevRef is the ref that pins revision commit oid of patch id.
+func RevRef(id, oid string) string { return "refs/collab/patches/" + id + "/rev/" + oid }
+
+// HeadRef is the ref that follows a patch's last revision.
+func HeadRef(id string) string { return "refs/collab/patches/" + id + "/head" }
+
+// report is proc-receive's answer for one command.
+type report struct {
+	ref      string
+	ng       string // refusal reason; "" means ok
+	refname  string
+	old, new string
+	forced   bool
+}
+
+// ProcReceive speaks git's proc-receive protocol on in/out (pkt-lines and
+// nothing else on out) and records every refs/for/BASE command as a patch
+// revision.
+func ProcReceive(ctx context.Context, e *Env, in io.Reader, out io.Writer) error {
+	r := pktline.NewReader(in)
+	w := pktline.NewWriter(out)
+	hello, err := r.ReadSection()
+	if err != nil {
+		return fmt.Errorf("proc-receive: read version: %w", err)
+	}
+	if len(hello) == 0 || !bytes.HasPrefix(hello[0], []byte("version=1")) {
+		return fmt.Errorf("proc-receive: unsupported protocol %q", hello)
+	}
+	gitOptions := bytes.Contains(hello[0], []byte("push-options"))
+	if err := w.Line("version=1\x00push-options"); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	lines, err := r.ReadSection()
+	if err != nil {
+		return fmt.Errorf("proc-receive: read commands: %w", err)
+	}
+	var rawOpts []string
+	if gitOptions {
+		opts, err := r.ReadSection()
+		if err != nil {
+			return fmt.Errorf("proc-receive: read push options: %w", err)
+		}
+		for _, o := range opts {
+			rawOpts = append(rawOpts, string(o))
+		}
+	}
+	var cmds []Update
+	for _, l := range lines {
+		f := strings.Fields(string(l))
+		if len(f) != 3 {
+			return fmt.Errorf("proc-receive: bad command %q", l)
+		}
+		cmds = append(cmds, Update{Old: f[0], New: f[1], Ref: f[2]})
+	}
+	opts, optErr := ParseOptions(rawOpts)
+	base := e.baseURL(ctx)
+	for _, c := range cmds {
+		var rep report
+		if optErr != nil {
+			rep = report{ref: c.Ref, ng: fault.Public(optErr)}
+		} else {
+			rep = e.receive(ctx, c, opts, base)
+		}
+		if err := writeReport(w, rep); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+func writeReport(w *pktline.Writer, r report) error {
+	if r.ng != "" {
+		return w.Line("ng " + r.ref + " " + oneLine(r.ng))
+	}
+	lines := []string{"ok " + r.ref, "option refname " + r.refname, "option old-oid " + r.old, "option new-oid " + r.new}
+	if r.forced {
+		lines = append(lines, "option forced-update")
+	}
+	for _, l := range lines {
+		if err := w.Line(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// received is what one refs/for command did.
+type received struct {
+	patch   patches.Patch
+	rev     Revision
+	prev    *patches.Revision
+	added   bool
+	created bool
+	oldHead string
+	issues  []string
+}
+
+// Revision aliases patches.Revision for brevity here.
+type Revision = patches.Revision
+
+func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) report {
+	start := time.Now()
+	log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", c.Ref, "OLD_OID", c.Old, "NEW_OID", c.New)
+	res, tip, err := e.revise(ctx, c, opts)
+	if err != nil {
+		fe := fault.As(err)
+		outcome := "refused"
+		if fe.Kind == fault.Internal {
+			outcome = "error"
+		}
+		log.Warn("proc-receive", "OUTCOME", outcome, "DURATION_MS", ms(start), "error", err.Error())
+		e.say("collab: %s", fe.Msg)
+		return report{ref: c.Ref, ng: fe.Msg}
+	}
+	outcome := "revision"
+	if !res.added {
+		outcome = "unchanged"
+	}
+	log.Info("proc-receive", "PATCH", res.patch.ID, "ISSUE", strings.Join(res.issues, ","), "OUTCOME", outcome,
+		"revision", res.rev.Number, "DURATION_MS", ms(start))
+	e.tell(ctx, res, tip, base)
+	rep := report{ref: c.Ref, refname: HeadRef(res.patch.ID), old: res.oldHead, new: c.New}
+	if !res.added {
+		rep.refname = RevRef(res.patch.ID, c.New)
+	}
+	if res.added && res.oldHead != git.ZeroOID {
+		ff, err := e.Git.IsAncestor(ctx, res.oldHead, c.New)
+		rep.forced = err == nil && !ff
+	}
+	return rep
+}
+
+// tell prints the pusher's lines: the patch, its revision and URL, the
+// range-diff against the previous revision, and the hook hint for a
+// commit without a Patch: trailer.
+func (e *Env) tell(ctx context.Context, res received, tip git.Commit, base string) {
+	id := res.patch.ID
+	line := fmt.Sprintf("patch %s revision %d", id, res.rev.Number)
+	if u := e.patchURL(base, id); u != "" {
+		line += ": " + u
+	}
+	if !res.added {
+		line += " (unchanged: this commit is already revision " + fmt.Sprint(res.rev.Number) + ")"
+	}
+	e.say("%s", line)
+	if res.added && res.prev != nil {
+		e.say("compare with revision %d:", res.prev.Number)
+		e.say("git range-diff %s..%s %s..%s", res.prev.BaseCommit, res.prev.Commit, res.rev.BaseCommit, res.rev.Commit)
+	}
+	if len(tip.Patch) == 0 {
+		e.say("this commit has no Patch: trailer; to revise this patch by amending, install the hook and record the id:")
+		e.say("%s", HookHint(e.sshCommand(ctx, base), id))
+	}
+}
+
+// HookHint is the contract's copy-paste line that installs the commit-msg
+// hook and stamps the patch id on the last commit.
+func HookHint(ssh, id string) string {
+	return fmt.Sprintf(`f=$(git rev-parse --git-path hooks/commit-msg); %s hooks commit-msg > "$f" && chmod +x "$f"; git commit --amend --no-edit --trailer "Patch: %s"`, ssh, id)
+}
+
+// sshCommand turns the root's ssh setting (ssh://git@host:2222 or
+// git@host) into the ssh command line a user types; without it, the host
+// of the web URL with user git stands in.
+func (e *Env) sshCommand(ctx context.Context, base string) string {
+	s, _ := store.Setting(ctx, e.DB.R(), forge.SettingSSH)
+	return SSHCommand(s, base)
+}
+
+// SSHCommand is sshCommand without the database, for tests.
+func SSHCommand(setting, base string) string {
+	if setting != "" {
+		if u, err := url.Parse(setting); err == nil && u.Scheme == "ssh" && u.Host != "" {
+			dest := u.Hostname()
+			if u.User != nil {
+				dest = u.User.Username() + "@" + dest
+			}
+			if p := u.Port(); p != "" && p != "22" {
+				return "ssh -p " + p + " " + dest
+			}
+			return "ssh " + dest
+		}
+		return "ssh " + strings.TrimSuffix(setting, ":")
+	}
+	if u, err := url.Parse(base); err == nil && u.Hostname() != "" {
+		return "ssh git@" + u.Hostname()
+	}
+	return "ssh git@FORGE"
+}
+
+// revise records one refs/for/BASE command: it finds or makes the patch,
+// links issues (fenced by leases), adds the revision and moves the refs,
+// all in one transaction.
+func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git.Commit, error) {
+	var res received
+	if c.New == git.ZeroOID {
+		return res, git.Commit{}, fault.New(fault.Usage, "cannot delete %s", c.Ref)
+	}
+	branch, err := BaseOf(c.Ref)
+	if err != nil {
+		return res, git.Commit{}, err
+	}
+	baseTip, ok, err := e.Git.ResolveRef(ctx, HeadsPrefix+branch)
+	if err != nil {
+		return res, git.Commit{}, fault.Wrap(err, "cannot read the target branch")
+	}
+	if !ok {
+		return res, git.Commit{}, fault.New(fault.NotFound, "unknown base branch %s: push to refs/for/ an existing branch", branch)
+	}
+	cs, err := e.Git.Commits(ctx, c.New)
+	if err != nil || len(cs) != 1 {
+		return res, git.Commit{}, fault.Wrap(err, "cannot read the pushed commit")
+	}
+	tip := cs[0]
+	if err := CheckTip(tip); err != nil {
+		return res, tip, err
+	}
+	mb, ok, err := e.Git.MergeBase(ctx, c.New, baseTip)
+	if err != nil {
+		return res, tip, fault.Wrap(err, "cannot find the merge base")
+	}
+	if !ok {
+		return res, tip, fault.New(fault.Usage, "commit %s shares no history with %s", c.New[:12], branch)
+	}
+	if mb == c.New {
+		return res, tip, fault.New(fault.Usage, "no new changes: commit %s is already on %s", c.New[:12], branch)
+	}
+	msg := string(tip.Message)
+	now := e.Now()
+	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
+		res = received{}
+		level, err := access.Of(ctx, tx, e.Principal, e.Repo)
+		if err != nil {
+			return err
+		}
+		var id string
+		switch {
+		case len(tip.Patch) == 1:
+			id = tip.Patch[0]
+		case opts.Patch != "":
+			if id, err = patches.Resolve(ctx, tx, e.Repo, opts.Patch); err != nil {
+				return err
+			}
+		default:
+			// The same trailer-less commit again names the patch it already
+			// belongs to, so that re-pushing it is a no-op.
+			known, err := patches.ByCommit(ctx, tx, e.Repo, c.New)
+			if err != nil {
+				return err
+			}
+			if len(known) > 0 {
+				id = known[0]
+			} else {
+				id = ids.New()
+			}
+		}
+		p, exists, err := patches.Lookup(ctx, tx, e.Repo, id)
+		if err != nil {
+			return err
+		}
+		if exists {
+			switch p.State {
+			case patches.Merged:
+				return fault.New(fault.Conflict, "patch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", id)
+			case patches.Closed:
+				return fault.New(fault.Conflict, "patch %s is closed; reopen it with 'patch reopen' first", id)
+			}
+			u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
+			if p.Base != branch {
+				u.Base = &branch
+				p.Base = branch
+			}
+			if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
+				return err
+			}
+		} else {
+			n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
+			if opts.Title != nil {
+				n.Title = *opts.Title
+			}
+			if opts.Description != nil {
+				n.Description = *opts.Description
+			}
+			if opts.Topic != nil {
+				n.Topic = *opts.Topic
+			}
+			if opts.Draft != nil {
+				n.Draft = *opts.Draft
+			}
+			if n.Title == "" {
+				n.Title = "(no subject)"
+			}
+			if p, err = patches.Create(ctx, tx, n, now); err != nil {
+				return err
+			}
+			res.created = true
+		}
+		res.patch = p
+		named, err := e.linkIssues(ctx, tx, id, append(append([]string{}, opts.Fixes...), tip.Fixes...), opts.Leases, level, now)
+		if err != nil {
+			return err
+		}
+		res.issues = named
+		revs, err := patches.Revisions(ctx, tx, e.Repo, id)
+		if err != nil {
+			return err
+		}
+		res.oldHead = git.ZeroOID
+		if len(revs) > 0 {
+			res.oldHead = revs[len(revs)-1].Commit
+		}
+		rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, c.New, mb, e.Principal, now)
+		if err != nil {
+			return err
+		}
+		res.rev, res.added = rev, added
+		if !added {
+			res.oldHead = c.New
+			return nil
+		}
+		if len(revs) > 0 {
+			prev := revs[len(revs)-1]
+			res.prev = &prev
+		}
+		// The refs move inside the transaction: if git refuses, nothing is
+		// recorded; if the commit fails after they moved, fsck adopts them.
+		return e.Git.UpdateRefs(ctx, []git.RefUpdate{
+			{Ref: RevRef(id, c.New), New: c.New, Old: git.ZeroOID},
+			{Ref: HeadRef(id), New: c.New},
+		})
+	})
+	if err != nil {
+		var ge *git.Error
+		if errors.As(err, &ge) {
+			return res, tip, fault.Wrap(err, "cannot update the patch refs")
+		}
+		return res, tip, err
+	}
+	return res, tip, nil
+}
+
+// linkIssues resolves the issues a push names (fixes= options and Fixes:
+// trailers), refuses to link one whose live lease another principal holds
+// (unless the pusher is a repository admin), checks -o lease= tokens
+// against the current tenure, and links them all, inside tx.
+func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, prefixes []string, ls []Lease, level access.Level, now time.Time) ([]string, error) {
+	var named []string
+	seen := map[string]bool{}
+	for _, p := range prefixes {
+		id, err := issues.Resolve(ctx, tx, e.Repo, p)
+		if err != nil {
+			if fault.KindOf(err) == fault.NotFound {
+				return nil, fault.New(fault.NotFound, "no issue %s in this repository (from fixes= or a Fixes: trailer)", p)
+			}
+			return nil, err
+		}
+		if !seen[id] {
+			seen[id] = true
+			named = append(named, id)
+		}
+	}
+	for _, id := range named {
+		holder, err := leases.LiveHolder(ctx, tx, e.Repo, id, now)
+		if err != nil {
+			return nil, err
+		}
+		if holder != "" && holder != e.Principal && level < access.Admin {
+			return nil, fault.New(fault.Conflict, "issue %s is leased by %s; only the holder or a repository admin may link it", id, holder).
+				With("holder", holder)
+		}
+	}
+	if len(ls) > 0 {
+		linked, err := patches.Issues(ctx, tx, e.Repo, patchID)
+		if err != nil {
+			return nil, err
+		}
+		all := append([]string{}, named...)
+		for _, id := range linked {
+			if !seen[id] {
+				all = append(all, id)
+			}
+		}
+		for _, l := range ls {
+			issue := l.Issue
+			if issue == "" {
+				if len(all) != 1 {
+					return nil, fault.New(fault.Usage, "lease=%d needs exactly one linked issue (this push links %d); use lease=ISSUE:TOKEN", l.Token, len(all))
+				}
+				issue = all[0]
+			} else {
+				id, err := issues.Resolve(ctx, tx, e.Repo, issue)
+				if err != nil {
+					return nil, err
+				}
+				issue = id
+			}
+			if err := leases.Fence(ctx, tx, e.Repo, issue, e.Principal, l.Token, now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, id := range named {
+		if _, err := patches.LinkIssue(ctx, tx, e.Repo, patchID, id); err != nil {
+			return nil, err
+		}
+	}
+	return named, nil
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
