@@ -15,8 +15,8 @@ import (
 
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
 )
 

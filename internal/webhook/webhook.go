@@ -1,0 +1,382 @@
+// Package webhook delivers the forge's events to subscribed URLs from
+// collab-web: a dispatcher that reads the outbox (the events table), POSTs
+// each event signed with the forge key, in order per subscription and at
+// least once, and the sweeper that announces expired leases.
+//
+// Durability comes from the database alone: a delivery's outcome, its
+// attempt log and the subscription's cursor commit in one transaction after
+// the POST, so a process killed mid-delivery sends that event again when it
+// starts (receivers deduplicate on X-Collab-Delivery) and loses nothing.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sourcegraph/conc"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/collab-forge/collab/internal/events"
+	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/webhook/subs"
+)
+
+// Options tune Run; the zero value is the production setting.
+type Options struct {
+	// Poll is how often the dispatcher looks for new events and due
+	// retries (one indexed query). Default 100 ms; the contract allows 1 s.
+	Poll time.Duration
+	// Concurrency bounds the subscriptions delivered to at once. Default 16.
+	Concurrency int
+	// Timeout bounds one attempt, connection to last byte. Default 10 s.
+	Timeout time.Duration
+	// Policy is the retry policy; zero means DefaultPolicy().
+	Policy Policy
+	// Slice is how long one subscription keeps a worker before yielding
+	// it to others. Default 1 s.
+	Slice time.Duration
+	// SweepEvery is how often expired leases are looked for. Default 2 s;
+	// the contract asks for at least every 5 s.
+	SweepEvery time.Duration
+	// Sweep announces expired leases; default leases.SweepExpired.
+	Sweep func(ctx context.Context, db *store.DB, now time.Time) (int, error)
+	// Client sends the POSTs; default a client with Timeout that does
+	// not follow redirects.
+	Client *http.Client
+}
+
+func (o Options) withDefaults() Options {
+	if o.Poll <= 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	o.Policy = o.Policy.orDefault()
+	if o.Slice <= 0 {
+		o.Slice = time.Second
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = 2 * time.Second
+	}
+	if o.Sweep == nil {
+		o.Sweep = leases.SweepExpired
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{
+			Timeout: o.Timeout,
+			// A redirect is the receiver's misconfiguration; following it
+			// would send the signed body somewhere the admin did not name.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return o
+}
+
+// Run delivers webhooks and sweeps expired leases until ctx ends; it
+// returns nil then, or an error when it cannot go on.
+func Run(ctx context.Context, db *store.DB, key ed25519.PrivateKey, log *slog.Logger, opts Options) error {
+	opts = opts.withDefaults()
+	d := &dispatcher{db: db, key: key, log: log.With("component", "webhook"), opts: opts}
+	var wg conc.WaitGroup
+	wg.Go(func() { d.sweepLoop(ctx) })
+	wg.Go(func() { d.loop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+type dispatcher struct {
+	db   *store.DB
+	key  ed25519.PrivateKey
+	log  *slog.Logger
+	opts Options
+}
+
+// sweepLoop announces expired leases at once (catching those that expired
+// while collab-web was down) and then every SweepEvery.
+func (d *dispatcher) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(d.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		n, err := d.opts.Sweep(ctx, d.db, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.log.Error("lease sweep failed", "err", err)
+		case n > 0:
+			d.log.Info("leases expired", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sub is one live subscription as the dispatcher sees it on a tick.
+type sub struct {
+	subs.Subscription
+	dueAt  string // earliest next_at of its pending deliveries, "" if none
+	lastID int64  // the end of the event log at this tick
+}
+
+// state is what the dispatcher remembers of a subscription between runs.
+type state struct {
+	busy bool
+	// pos is how far the log has been scanned; it may be ahead of the
+	// stored cursor by events the subscription does not want.
+	pos int64
+}
+
+type result struct {
+	id  int64
+	pos int64
+}
+
+// loop schedules one worker run at a time per subscription, on a bounded
+// pool, whenever a subscription has new events or a due retry. The loop
+// itself never blocks on a receiver.
+func (d *dispatcher) loop(ctx context.Context) {
+	p := pool.New().WithMaxGoroutines(d.opts.Concurrency)
+	defer p.Wait()
+	done := make(chan result, d.opts.Concurrency)
+	states := map[int64]*state{}
+	running, rr := 0, 0
+	t := time.NewTicker(d.opts.Poll)
+	defer t.Stop()
+	for {
+		ss, err := d.tick(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Error("read subscriptions", "err", err)
+		}
+		now := store.FormatTime(time.Now())
+		for i := range ss {
+			// Rotate the starting point so that when the pool is full no
+			// subscription is always last in line.
+			s := ss[(i+rr)%len(ss)]
+			st := states[s.ID]
+			if st == nil {
+				st = &state{}
+				states[s.ID] = st
+			}
+			st.pos = max(st.pos, s.Cursor)
+			if st.busy || running >= d.opts.Concurrency {
+				continue
+			}
+			// A pending delivery holds back everything after it.
+			if s.dueAt != "" && s.dueAt > now || s.dueAt == "" && st.pos >= s.lastID {
+				continue
+			}
+			st.busy = true
+			running++
+			p.Go(func() { done <- d.run(ctx, s, st.pos) })
+		}
+		rr++
+		select {
+		case <-ctx.Done():
+			// Let the running POSTs end (their context is cancelled).
+			for ; running > 0; running-- {
+				<-done
+			}
+			return
+		case r := <-done:
+			running--
+			if st := states[r.id]; st != nil {
+				st.busy = false
+				st.pos = max(st.pos, r.pos)
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// tick reads, in one query, the live subscriptions with their earliest
+// due retry and the end of the event log.
+func (d *dispatcher) tick(ctx context.Context) ([]sub, error) {
+	rows, err := d.db.R().QueryContext(ctx, `
+		SELECT w.id, w.url, coalesce(w.repo, ''), w.events, w.cursor,
+			coalesce((SELECT min(next_at) FROM deliveries x WHERE x.webhook_id = w.id AND x.state = 'pending'), ''),
+			(SELECT coalesce(max(id), 0) FROM events)
+		FROM webhooks w WHERE w.removed_at IS NULL ORDER BY w.id`)
+	if err != nil {
+		return nil, fmt.Errorf("read subscriptions: %w", err)
+	}
+	defer rows.Close()
+	var out []sub
+	for rows.Next() {
+		var s sub
+		var evs string
+		if err := rows.Scan(&s.ID, &s.URL, &s.Repo, &evs, &s.Cursor, &s.dueAt, &s.lastID); err != nil {
+			return nil, fmt.Errorf("read subscriptions: %w", err)
+		}
+		if evs != "" {
+			s.Events = strings.Split(evs, ",")
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// batch is how many events one query of the log takes.
+const batch = 100
+
+// persistEvery is how far the scan may run ahead of the stored cursor over
+// unwanted events before the cursor is written: rescanning a few hundred
+// filtered-out events after a restart is cheaper than a write per tick.
+const persistEvery = 1000
+
+// run delivers subscription s's due work in order for up to one Slice:
+// first pending deliveries (a retry, redeliveries), then new events. It
+// stops at the first failure, since later events must wait for it.
+func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
+	res = result{id: s.ID, pos: pos}
+	defer func() {
+		// A bug in one delivery must not stop the others or leave the
+		// subscription marked busy forever.
+		if r := recover(); r != nil {
+			d.log.Error("webhook worker panicked", "webhook", s.ID, "panic", fmt.Sprint(r))
+		}
+	}()
+	log := d.log.With("webhook", s.ID)
+	stored := s.Cursor
+	until := time.Now().Add(d.opts.Slice)
+	for ctx.Err() == nil && time.Now().Before(until) {
+		p, ok, err := subs.NextPending(ctx, d.db.R(), s.ID)
+		if err != nil {
+			log.Error("read pending deliveries", "err", err)
+			return res
+		}
+		if ok {
+			if p.NextAt.After(time.Now()) {
+				return res
+			}
+			if _, goOn := d.attempt(ctx, log, s, p.ID, p.Attempts, p.StartedAt, p.Event); !goOn {
+				return res
+			}
+			continue
+		}
+		evs, err := subs.EventsAfter(ctx, d.db.R(), s.Subscription, res.pos, s.lastID, batch)
+		if err != nil {
+			log.Error("read events", "err", err)
+			return res
+		}
+		for _, ev := range evs {
+			started, err := store.ParseTime(ev.At)
+			if err != nil {
+				started = time.Now()
+			}
+			recorded, goOn := d.attempt(ctx, log, s, 0, 0, started, ev)
+			if recorded {
+				res.pos, stored = ev.ID, ev.ID // now in deliveries, whatever its state
+			}
+			if !goOn {
+				return res
+			}
+		}
+		if len(evs) < batch {
+			res.pos = s.lastID
+			if res.pos-stored >= persistEvery {
+				if err := subs.Advance(ctx, d.db, s.ID, res.pos); err != nil {
+					log.Error("move cursor", "err", err)
+				}
+			}
+			return res
+		}
+	}
+	return res
+}
+
+// attempt POSTs ev once and records the outcome; it reports whether the
+// outcome is recorded and whether the subscription may go on to the next
+// event (delivered, or given up).
+func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliveryID int64, attempts int, started time.Time, ev events.Event) (recorded, goOn bool) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		log.Error("encode event", "event_id", ev.ID, "err", err)
+		return false, false
+	}
+	start := time.Now()
+	status, perr := d.post(ctx, s.URL, ev, body)
+	o := subs.Outcome{At: start, Status: status, Duration: time.Since(start), State: "delivered"}
+	if ctx.Err() != nil && perr != nil {
+		return false, false // shutting down: the next start sends it again
+	}
+	if perr != nil {
+		o.Error = perr.Error()
+		next, giveUp := d.opts.Policy.Next(attempts+1, started, time.Now(), rand.Float64())
+		if giveUp {
+			o.State = "failed"
+		} else {
+			o.State, o.NextAt = "pending", next
+		}
+	}
+	// Record even when shutdown began after the POST succeeded.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := subs.Record(rctx, d.db, s.ID, deliveryID, ev, o); err != nil {
+		log.Error("record delivery", "event_id", ev.ID, "err", err)
+		return false, false
+	}
+	lvl := slog.LevelDebug
+	if o.State != "delivered" {
+		lvl = slog.LevelWarn
+	}
+	log.Log(ctx, lvl, "webhook attempt", "event_id", ev.ID, "event", ev.Event, "url", s.URL,
+		"status", status, "duration_ms", o.Duration.Milliseconds(), "state", o.State, "err", o.Error)
+	return true, o.State != "pending" && ctx.Err() == nil
+}
+
+// post sends one signed delivery; a non-2xx answer is an error.
+func (d *dispatcher) post(ctx context.Context, url string, ev events.Event, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "collab-webhook/1")
+	req.Header.Set("X-Collab-Event", ev.Event)
+	req.Header.Set("X-Collab-Delivery", strconv.FormatInt(ev.ID, 10))
+	req.Header.Set("X-Collab-Signature", Sign(d.key, body))
+	resp, err := d.opts.Client.Do(req)
+	if err != nil {
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) && ue.Unwrap() != nil {
+			err = ue.Unwrap() // drop "Post URL:", the log names the URL
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	if resp.StatusCode/100 != 2 {
+		msg := "HTTP " + resp.Status
+		if s := oneLine(snippet); s != "" {
+			msg += ": " + s
+		}
+		return resp.StatusCode, errors.New(msg)
+	}
+	return resp.StatusCode, nil
+}
+
+func oneLine(b []byte) string {
+	if !utf8.Valid(b) {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b)), " ")
+}

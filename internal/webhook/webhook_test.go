@@ -1,0 +1,515 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/events"
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/webhook"
+	"github.com/collab-forge/collab/internal/webhook/subs"
+)
+
+// got is one delivery as a receiver saw it.
+type got struct {
+	delivery string
+	kind     string
+	payload  events.Event
+	at       time.Time
+}
+
+// receiver is a real HTTP server on 127.0.0.1 that checks every request
+// the way a subscriber should: POST, Content-Length, a valid signature
+// made with the published key, headers agreeing with the signed body.
+type receiver struct {
+	t   *testing.T
+	pub ed25519.PublicKey
+	// answer picks the status for the n-th request (0-based); nil: 200.
+	answer func(n int) int
+	delay  time.Duration
+
+	mu  sync.Mutex
+	n   int
+	log []got
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t := rc.t
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Errorf("read body: %v", err)
+		return
+	}
+	switch {
+	case r.Method != http.MethodPost:
+		t.Errorf("method %s", r.Method)
+	case r.ContentLength != int64(len(body)) || r.Header.Get("Content-Length") != strconv.Itoa(len(body)):
+		t.Errorf("Content-Length %q for %d bytes", r.Header.Get("Content-Length"), len(body))
+	case !webhook.Verify(rc.pub, body, r.Header.Get("X-Collab-Signature")):
+		t.Errorf("bad signature %q on %s", r.Header.Get("X-Collab-Signature"), body)
+	}
+	var ev events.Event
+	if err := json.Unmarshal(body, &ev); err != nil {
+		t.Errorf("body %s: %v", body, err)
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields)
+	for _, f := range []string{"id", "event", "repo", "actor", "at", "data"} {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("payload lacks %q: %s", f, body)
+		}
+	}
+	if r.Header.Get("X-Collab-Event") != ev.Event || r.Header.Get("X-Collab-Delivery") != strconv.FormatInt(ev.ID, 10) {
+		t.Errorf("headers %q %q disagree with body %s", r.Header.Get("X-Collab-Event"), r.Header.Get("X-Collab-Delivery"), body)
+	}
+	rc.mu.Lock()
+	n := rc.n
+	rc.n++
+	rc.mu.Unlock()
+	if rc.delay > 0 {
+		time.Sleep(rc.delay)
+	}
+	status := http.StatusOK
+	if rc.answer != nil {
+		status = rc.answer(n)
+	}
+	rc.mu.Lock()
+	rc.log = append(rc.log, got{delivery: r.Header.Get("X-Collab-Delivery"), kind: ev.Event, payload: ev, at: time.Now()})
+	rc.mu.Unlock()
+	w.WriteHeader(status)
+}
+
+// seen returns the requests so far.
+func (rc *receiver) seen() []got {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]got(nil), rc.log...)
+}
+
+// ids returns the event ids of the requests so far, deduplicated as a
+// receiver would by X-Collab-Delivery, in arrival order.
+func (rc *receiver) ids() []int64 {
+	var out []int64
+	dup := map[int64]bool{}
+	for _, g := range rc.seen() {
+		if !dup[g.payload.ID] {
+			dup[g.payload.ID] = true
+			out = append(out, g.payload.ID)
+		}
+	}
+	return out
+}
+
+type forge struct {
+	db  *store.DB
+	key ed25519.PrivateKey
+	pub ed25519.PublicKey
+}
+
+func newForge(t *testing.T) *forge {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"demo.git", "other.git"} {
+		if _, err := db.R().ExecContext(ctx, "INSERT INTO repos(name, created_at) VALUES (?, ?)", r, store.FormatTime(time.Now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &forge{db: db, key: key, pub: pub}
+}
+
+func (f *forge) receiver(t *testing.T) *receiver {
+	return &receiver{t: t, pub: f.pub}
+}
+
+func (f *forge) subscribe(t *testing.T, url, repo string, kinds ...string) subs.Subscription {
+	t.Helper()
+	s, err := subs.Add(context.Background(), f.db, url, repo, kinds, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (f *forge) emit(t *testing.T, kind, repo string) int64 {
+	t.Helper()
+	var id int64
+	err := f.db.Write(context.Background(), func(tx *sql.Tx) error {
+		var err error
+		id, err = events.Emit(context.Background(), tx, kind, repo, "ada", time.Now(), map[string]any{"n": 1})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// run starts the dispatcher until the test ends.
+func (f *forge) run(t *testing.T, opts webhook.Options) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	go func() { done <- webhook.Run(ctx, f.db, f.key, log, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// fast is a retry policy for tests: the shape of the default, shrunk.
+func fast() webhook.Options {
+	return webhook.Options{
+		Poll:   20 * time.Millisecond,
+		Policy: webhook.Policy{First: 100 * time.Millisecond, Max: 400 * time.Millisecond, GiveUp: time.Hour, MinAttempts: 3},
+		Sweep:  func(context.Context, *store.DB, time.Time) (int, error) { return 0, nil },
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEveryKindArrivesSignedAndFiltered(t *testing.T) {
+	f := newForge(t)
+	all, narrow := f.receiver(t), f.receiver(t)
+	allSrv, narrowSrv := httptest.NewServer(all), httptest.NewServer(narrow)
+	defer allSrv.Close()
+	defer narrowSrv.Close()
+	f.emit(t, events.IssueFiled, "demo.git") // before the subscription: not delivered
+	f.subscribe(t, allSrv.URL+"/hook?x=1", "")
+	f.subscribe(t, narrowSrv.URL, "demo", events.IssueClosed, events.MergeRecorded)
+	var want, wantNarrow []int64
+	for _, repo := range []string{"demo.git", "other.git"} {
+		for _, k := range events.Kinds {
+			id := f.emit(t, k, repo)
+			want = append(want, id)
+			if repo == "demo.git" && (k == events.IssueClosed || k == events.MergeRecorded) {
+				wantNarrow = append(wantNarrow, id)
+			}
+		}
+	}
+	f.run(t, fast())
+	waitFor(t, 10*time.Second, "every event", func() bool { return len(all.ids()) >= len(want) })
+	waitFor(t, 10*time.Second, "the narrow events", func() bool { return len(narrow.ids()) >= len(wantNarrow) })
+	time.Sleep(100 * time.Millisecond)
+	if g := all.ids(); !equalIDs(g, want) {
+		t.Errorf("all-events receiver got %v, want %v", g, want)
+	}
+	if g := narrow.ids(); !equalIDs(g, wantNarrow) {
+		t.Errorf("narrow receiver got %v, want %v", g, wantNarrow)
+	}
+	kinds := map[string]bool{}
+	for _, g := range all.seen() {
+		kinds[g.kind] = true
+		if g.payload.Actor != "ada" || string(g.payload.Data) != `{"n":1}` || g.payload.At == "" {
+			t.Errorf("payload %+v", g.payload)
+		}
+	}
+	if len(kinds) != len(events.Kinds) {
+		t.Errorf("kinds delivered: %v", kinds)
+	}
+}
+
+// A receiver that is down for 10 s gets everything once it is back, in
+// order, although events kept coming while it was down.
+func TestReceiverDownThenBack(t *testing.T) {
+	f := newForge(t)
+	rc := f.receiver(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // down: connections are refused
+	f.subscribe(t, "http://"+addr+"/", "")
+	opts := fast()
+	opts.Policy.Max = 2 * time.Second
+	f.run(t, opts)
+	var want []int64
+	downUntil := time.Now().Add(10 * time.Second)
+	for time.Now().Before(downUntil) {
+		want = append(want, f.emit(t, events.IssueCommented, "demo.git"))
+		time.Sleep(500 * time.Millisecond)
+	}
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen again on %s: %v", addr, err)
+	}
+	srv := httptest.NewUnstartedServer(rc)
+	srv.Listener = l
+	srv.Start()
+	defer srv.Close()
+	want = append(want, f.emit(t, events.IssueClosed, "demo.git"))
+	waitFor(t, 15*time.Second, "the backlog", func() bool { return len(rc.ids()) >= len(want) })
+	if g := rc.ids(); !equalIDs(g, want) {
+		t.Errorf("got %v, want %v", g, want)
+	}
+	// The first event's failed attempts are in the log, then its success.
+	ds, err := subs.Deliveries(context.Background(), f.db.R(), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ds[len(ds)-1]
+	if first.EventID != want[0] || first.State != "delivered" || len(first.Log) < 3 {
+		t.Fatalf("first delivery %+v", first)
+	}
+	for _, a := range first.Log[:len(first.Log)-1] {
+		if a.Status != 0 || a.Error == "" {
+			t.Errorf("failed attempt logged as %+v", a)
+		}
+	}
+	if last := first.Log[len(first.Log)-1]; last.Status != 200 || last.Error != "" {
+		t.Errorf("final attempt logged as %+v", last)
+	}
+}
+
+// A receiver answering 500 is retried with growing delays, every attempt
+// logged, until it answers 2xx.
+func TestServerErrorRetriedWithGrowingDelays(t *testing.T) {
+	f := newForge(t)
+	rc := f.receiver(t)
+	rc.answer = func(n int) int {
+		if n < 5 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	f.subscribe(t, srv.URL, "")
+	opts := fast()
+	opts.Policy.Max = 10 * time.Second
+	f.run(t, opts)
+	id := f.emit(t, events.ReviewPosted, "demo.git")
+	waitFor(t, 20*time.Second, "six attempts", func() bool { return len(rc.seen()) >= 6 })
+	s := rc.seen()
+	var gaps []time.Duration
+	for i := 1; i < len(s); i++ {
+		gaps = append(gaps, s[i].at.Sub(s[i-1].at))
+	}
+	// Nominal delays 100, 200, 400, 800, 1600 ms, each jittered to between
+	// half and all of it, so each gap is at least the one before (less a
+	// little scheduling noise) and the last far above the first.
+	for i := 1; i < len(gaps); i++ {
+		if gaps[i] < gaps[i-1]*9/10 {
+			t.Errorf("delays did not grow: %v", gaps)
+		}
+	}
+	if gaps[len(gaps)-1] < 3*gaps[0] || gaps[0] > 200*time.Millisecond {
+		t.Errorf("delays %v", gaps)
+	}
+	time.Sleep(100 * time.Millisecond)
+	ds, err := subs.Deliveries(context.Background(), f.db.R(), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].EventID != id || ds[0].State != "delivered" || ds[0].Attempts != 6 || len(ds[0].Log) != 6 {
+		t.Fatalf("deliveries %+v", ds)
+	}
+	for i, a := range ds[0].Log {
+		want := 500
+		if i == 5 {
+			want = 204
+		}
+		if a.Status != want || (want == 500) != (a.Error != "") {
+			t.Errorf("attempt %d logged as %+v", i, a)
+		}
+	}
+}
+
+// A receiver that takes seconds per request does not hold back another.
+func TestSlowReceiverDoesNotBlockOthers(t *testing.T) {
+	f := newForge(t)
+	slow, quick := f.receiver(t), f.receiver(t)
+	slow.delay = 2 * time.Second
+	slowSrv, quickSrv := httptest.NewServer(slow), httptest.NewServer(quick)
+	defer quickSrv.Close()
+	f.subscribe(t, slowSrv.URL, "")
+	f.subscribe(t, quickSrv.URL, "")
+	f.run(t, fast())
+	var want []int64
+	for range 10 {
+		want = append(want, f.emit(t, events.IssueFiled, "demo.git"))
+	}
+	start := time.Now()
+	waitFor(t, 5*time.Second, "the quick receiver", func() bool { return len(quick.ids()) == len(want) })
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("quick receiver took %v", d)
+	}
+	if n := len(slow.seen()); n > 1 {
+		t.Errorf("slow receiver already had %d", n)
+	}
+	if !equalIDs(quick.ids(), want) {
+		t.Errorf("quick got %v, want %v", quick.ids(), want)
+	}
+	slow.delay = 0
+	slowSrv.Close()
+}
+
+// A delivery that keeps failing past its retry window is given up (failed)
+// and the events after it go on; redeliver sends it again.
+func TestGiveUpThenRedeliver(t *testing.T) {
+	f := newForge(t)
+	rc := f.receiver(t)
+	var mu sync.Mutex
+	refuse := int64(-1)
+	rc.answer = func(int) int { return http.StatusOK }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		bad := r.Header.Get("X-Collab-Delivery") == strconv.FormatInt(refuse, 10)
+		mu.Unlock()
+		if bad {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		rc.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	s := f.subscribe(t, srv.URL, "")
+	first := f.emit(t, events.IssueFiled, "demo.git")
+	mu.Lock()
+	refuse = first
+	mu.Unlock()
+	second := f.emit(t, events.IssueClosed, "demo.git")
+	opts := fast()
+	opts.Policy.GiveUp = 300 * time.Millisecond
+	f.run(t, opts)
+	waitFor(t, 10*time.Second, "the second event", func() bool { return len(rc.ids()) == 1 })
+	if g := rc.ids(); g[0] != second {
+		t.Fatalf("got %v", g)
+	}
+	ds, err := subs.Deliveries(context.Background(), f.db.R(), s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := ds[1]
+	if failed.EventID != first || failed.State != "failed" || failed.Attempts < 3 || failed.Log[0].Status != 400 {
+		t.Fatalf("given-up delivery %+v", failed)
+	}
+	mu.Lock()
+	refuse = -1
+	mu.Unlock()
+	if _, err := subs.Redeliver(context.Background(), f.db, failed.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the redelivery", func() bool { return len(rc.ids()) == 2 })
+	if g := rc.ids(); g[1] != first {
+		t.Fatalf("got %v", g)
+	}
+	if _, err := subs.Redeliver(context.Background(), f.db, 999, time.Now()); err == nil {
+		t.Error("redelivered a missing delivery")
+	}
+}
+
+// lease.expired arrives once per expired tenure: for a lease that expired
+// before the dispatcher started, one that expires while it runs, and one
+// that a takeover acquire announced itself.
+func TestLeaseExpiredOncePerTenure(t *testing.T) {
+	f := newForge(t)
+	rc := f.receiver(t)
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	f.subscribe(t, srv.URL, "", events.LeaseExpired)
+	ctx := context.Background()
+	now := time.Now()
+	var ids []string
+	err := f.db.Write(ctx, func(tx *sql.Tx) error {
+		for i, ttl := range []time.Duration{time.Second, 2 * time.Second, time.Second} {
+			is, err := issues.New(ctx, tx, "demo.git", "ada", "issue "+strconv.Itoa(i), "", now.Add(-time.Hour))
+			if err != nil {
+				return err
+			}
+			ids = append(ids, is.ID)
+			at := now.Add(-time.Hour) // long expired, as if while collab-web was down
+			if i == 1 {
+				at = now // expires while the sweeper runs
+			}
+			if _, err := leases.Acquire(ctx, tx, "demo.git", is.ID, "bob", ttl, false, at); err != nil {
+				return err
+			}
+		}
+		// A takeover of the third: the acquire announces the expiry itself.
+		_, err := leases.Acquire(ctx, tx, "demo.git", ids[2], "carol", 0, false, now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := fast()
+	opts.Sweep = leases.SweepExpired
+	opts.SweepEvery = 200 * time.Millisecond
+	f.run(t, opts)
+	waitFor(t, 10*time.Second, "three lease.expired", func() bool { return len(rc.ids()) >= 3 })
+	time.Sleep(time.Second) // several more sweeps: nothing new may come
+	per := map[string]int{}
+	for _, g := range rc.seen() {
+		var ten struct {
+			IssueID string `json:"issue_id"`
+			Token   int64  `json:"token"`
+		}
+		if err := json.Unmarshal(g.payload.Data, &ten); err != nil {
+			t.Fatal(err)
+		}
+		per[ten.IssueID+"/"+strconv.FormatInt(ten.Token, 10)]++
+	}
+	if len(per) != 3 {
+		t.Errorf("expired tenures announced: %v", per)
+	}
+	for k, n := range per {
+		if n != 1 {
+			t.Errorf("tenure %s announced %d times", k, n)
+		}
+	}
+}
