@@ -7,15 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/web"
 )
 
 func main() {
@@ -38,19 +42,61 @@ func main() {
 }
 
 func serve(c *cli.Context) error {
+	ctx := c.Context
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	srv := &http.Server{Addr: c.String("listen"), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-c.Context.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	log.Info("listening", "addr", srv.Addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	root, err := forge.New(c.String("root"))
+	if err != nil {
 		return err
 	}
+	// One process-wide store: its writer pool is a single connection, its
+	// reader pool never waits for hook writers (WAL).
+	db, err := root.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	base := c.String("url")
+	if base == "" {
+		if base, err = store.Setting(ctx, db.R(), forge.SettingURL); err != nil {
+			return err
+		}
+	}
+	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.String("listen"))
+	if err != nil {
+		return err
+	}
+	srv := web.NewHTTPServer(ln.Addr().String(), h, log)
+
+	// Background work of this process (webhook delivery, the lease
+	// sweeper) starts here and stops with ctx.
+	background(ctx, root, db, log)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "root", root.Dir)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
 	return nil
+}
+
+// background starts the process's non-HTTP work. The webhooks engineer
+// wires the dispatcher and the lease sweeper in here.
+func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Logger) {
+	_, _, _, _ = ctx, root, db, log
 }

@@ -1,0 +1,537 @@
+package web
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/diff"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/review"
+)
+
+func pagePath(key string, rest ...string) string {
+	segs := strings.Split(reponame.Display(key), "/")
+	for i, sg := range segs {
+		segs[i] = url.PathEscape(sg)
+	}
+	return "/" + strings.Join(segs, "/") + "/-/" + strings.Join(rest, "/")
+}
+
+func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) {
+	list, err := s.readable(r.Context(), principalOf(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "repos", map[string]any{"Title": "Repositories", "Repos": list})
+}
+
+func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, pagePath(key, "issues"), http.StatusFound)
+}
+
+// pageRef sends a REPO#PREFIX cross-reference to the issue or patch it names.
+func (s *Server) pageRef(w http.ResponseWriter, r *http.Request) {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	prefix := pathVar(r, "id")
+	id, ierr := issues.Resolve(r.Context(), s.cfg.DB.R(), key, prefix)
+	if ierr == nil {
+		http.Redirect(w, r, pagePath(key, "issues", id), http.StatusFound)
+		return
+	}
+	pid, perr := patches.Resolve(r.Context(), s.cfg.DB.R(), key, prefix)
+	if perr == nil {
+		http.Redirect(w, r, pagePath(key, "patches", pid), http.StatusFound)
+		return
+	}
+	if fault.KindOf(ierr) != fault.NotFound {
+		s.fail(w, r, ierr)
+		return
+	}
+	s.fail(w, r, perr)
+}
+
+func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) {
+	key, lvl, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = issues.Open
+	}
+	if err := issues.CheckState(state); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, after, err := page(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	text := strings.TrimSpace(q.Get("q"))
+	var list []issues.Issue
+	if text != "" {
+		list, err = s.searchIssues(r.Context(), key, state, text, limit, after)
+	} else {
+		list, err = issues.List(r.Context(), s.cfg.DB.R(), key, state, limit, after, s.now())
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := ""
+	if len(list) == limit {
+		next = list[len(list)-1].ID
+	}
+	s.render(w, r, http.StatusOK, "issues", map[string]any{
+		"Title": "Issues · " + reponame.Display(key), "Repo": key, "Tab": "issues", "Level": lvl.String(),
+		"Issues": list, "State": state, "Q": text, "Next": next, "After": after,
+	})
+}
+
+// searchIssues finds issues whose title or body holds text (ASCII case
+// folded), newest first. issues.List has no text filter; this reads ids
+// with one LIKE scan bounded by the repo/state index, then each issue with
+// its live lease through issues.Lookup.
+func (s *Server) searchIssues(ctx context.Context, key, state, text string, limit int, after string) ([]issues.Issue, error) {
+	if state == "" {
+		state = issues.Open
+	}
+	if err := issues.CheckState(state); err != nil {
+		return nil, err
+	}
+	if len(text) > 200 {
+		return nil, fault.New(fault.Usage, "search text too long: at most 200 bytes")
+	}
+	pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
+	where := "repo = ?"
+	args := []any{key}
+	if state != "all" {
+		where += " AND state = ?"
+		args = append(args, state)
+	}
+	if after != "" {
+		id, err := issues.Resolve(ctx, s.cfg.DB.R(), key, after)
+		if err != nil {
+			return nil, err
+		}
+		where += " AND seq < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
+		args = append(args, key, id)
+	}
+	args = append(args, pat, pat, limit)
+	var out []issues.Issue
+	err := s.cfg.DB.Read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM issues WHERE `+where+
+			` AND (title LIKE ? ESCAPE '\' OR body LIKE ? ESCAPE '\') ORDER BY seq DESC LIMIT ?`, args...)
+		if err != nil {
+			return fmt.Errorf("search issues: %w", err)
+		}
+		var found []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("search issues: %w", err)
+			}
+			found = append(found, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("search issues: %w", err)
+		}
+		out = make([]issues.Issue, 0, len(found))
+		for _, id := range found {
+			is, ok, err := issues.Lookup(ctx, tx, key, id, s.now())
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = append(out, is)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// formError reads a posted form and checks its session and CSRF token.
+func (s *Server) formError(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	if err := r.ParseForm(); err != nil {
+		return fault.New(fault.TooLarge, "form too large")
+	}
+	return s.checkForm(r)
+}
+
+func (s *Server) postIssue(w http.ResponseWriter, r *http.Request) {
+	if err := s.formError(w, r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	is, err := s.fileIssue(r.Context(), key, principalOf(r), r.PostFormValue("title"), crlf(r.PostFormValue("body")))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, pagePath(key, "issues", is.ID), http.StatusSeeOther)
+}
+
+// crlf undoes the CRLF line ends browsers send in textareas.
+func crlf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+
+type linkedPatch struct {
+	ID, Title, State string
+}
+
+func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) {
+	key, lvl, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var d issues.Detail
+	var linked []linkedPatch
+	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
+		id, err := issues.Resolve(r.Context(), tx, key, pathVar(r, "id"))
+		if err != nil {
+			return err
+		}
+		if d, err = issues.Get(r.Context(), tx, key, id, s.now()); err != nil {
+			return err
+		}
+		for _, pid := range d.Patches {
+			lp := linkedPatch{ID: pid}
+			if p, ok, err := patches.Lookup(r.Context(), tx, key, pid); err != nil {
+				return err
+			} else if ok {
+				lp.Title, lp.State = p.Title, p.State
+			}
+			linked = append(linked, lp)
+		}
+		return nil
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if d.ID != pathVar(r, "id") {
+		http.Redirect(w, r, pagePath(key, "issues", d.ID), http.StatusFound)
+		return
+	}
+	me := principalOf(r)
+	canState := me != "" && (d.Author == me || lvl >= access.Write) &&
+		(d.Lease == nil || d.Lease.Holder == me || lvl >= access.Admin)
+	s.render(w, r, http.StatusOK, "issue", map[string]any{
+		"Title": d.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
+		"Issue": d, "Linked": linked, "CanState": canState,
+	})
+}
+
+func (s *Server) postComment(w http.ResponseWriter, r *http.Request) {
+	if err := s.formError(w, r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := s.issueID(r, key)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.addComment(r.Context(), key, id, principalOf(r), crlf(r.PostFormValue("body")), 0, false)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, pagePath(key, "issues", id)+"#c-"+c.ID, http.StatusSeeOther)
+}
+
+func (s *Server) postIssueState(w http.ResponseWriter, r *http.Request) {
+	if err := s.formError(w, r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key, lvl, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := s.issueID(r, key)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	state := r.PostFormValue("state")
+	if _, err := s.changeIssue(r.Context(), key, id, principalOf(r), lvl, &state, nil, 0, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, pagePath(key, "issues", id), http.StatusSeeOther)
+}
+
+func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	state := r.URL.Query().Get("state")
+	if state == "" {
+		state = patches.Open
+	}
+	if err := patches.CheckState(state); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, after, err := page(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	list, err := patches.List(r.Context(), s.cfg.DB.R(), key, state, limit, after)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := ""
+	if len(list) == limit {
+		next = list[len(list)-1].ID
+	}
+	s.render(w, r, http.StatusOK, "patches", map[string]any{
+		"Title": "Patches · " + reponame.Display(key), "Repo": key, "Tab": "patches",
+		"Patches": list, "State": state, "Next": next,
+	})
+}
+
+// diffLine is one line of a rendered diff, with the review comments
+// anchored to it.
+type diffLine struct {
+	Kind     string // file, hunk, add, del, ctx, meta
+	Text     string
+	New      int // line number in the new file (add, ctx)
+	File     string
+	Comments []patches.Review
+}
+
+// parseDiff splits a unified diff into lines, numbering new-side lines so
+// that inline comments (file, line) can sit under the line they are about.
+func parseDiff(text string, inline []patches.Review) ([]diffLine, []patches.Review) {
+	type anchor struct {
+		file string
+		line int
+	}
+	at := map[anchor][]patches.Review{}
+	for _, rv := range inline {
+		a := anchor{deref(rv.File), derefInt(rv.Line)}
+		at[a] = append(at[a], rv)
+	}
+	placed := map[string]bool{}
+	var out []diffLine
+	file, newLine := "", 0
+	inHunk := false
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		d := diffLine{Text: l, File: file}
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			d.Kind, inHunk = "file", false
+		case !inHunk && strings.HasPrefix(l, "+++ "):
+			file = strings.TrimPrefix(strings.TrimPrefix(l, "+++ "), "b/")
+			d.Kind, d.File = "meta", file
+		case strings.HasPrefix(l, "@@"):
+			d.Kind, inHunk = "hunk", true
+			if i := strings.Index(l, "+"); i >= 0 {
+				f := strings.FieldsFunc(l[i+1:], func(r rune) bool { return r == ',' || r == ' ' })
+				if len(f) > 0 {
+					n, _ := strconv.Atoi(f[0])
+					newLine = n
+				}
+			}
+		case inHunk && strings.HasPrefix(l, "+"):
+			d.Kind, d.New = "add", newLine
+			newLine++
+		case inHunk && strings.HasPrefix(l, "-"):
+			d.Kind = "del"
+		case inHunk && strings.HasPrefix(l, " "):
+			d.Kind, d.New = "ctx", newLine
+			newLine++
+		default:
+			d.Kind = "meta"
+		}
+		if d.New > 0 {
+			if cs := at[anchor{file, d.New}]; len(cs) > 0 {
+				d.Comments = cs
+				for _, c := range cs {
+					placed[c.ID] = true
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	var rest []patches.Review
+	for _, rv := range inline {
+		if !placed[rv.ID] {
+			rest = append(rest, rv)
+		}
+	}
+	return out, rest
+}
+
+func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var p patches.Patch
+	var tl []review.Entry
+	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
+		id, err := patches.Resolve(r.Context(), tx, key, pathVar(r, "id"))
+		if err != nil {
+			return err
+		}
+		if p, err = patches.Get(r.Context(), tx, key, id); err != nil {
+			return err
+		}
+		tl, err = review.Timeline(r.Context(), tx, p)
+		return err
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if p.ID != pathVar(r, "id") {
+		http.Redirect(w, r, pagePath(key, "patches", p.ID)+"?"+r.URL.RawQuery, http.StatusFound)
+		return
+	}
+	q := r.URL.Query()
+	to, from := len(p.Revisions), 0
+	if v := q.Get("to"); v != "" {
+		q.Set("rev", v)
+	}
+	if v := q.Get("rev"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > len(p.Revisions) {
+			s.fail(w, r, fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v)))
+			return
+		}
+		to = n
+	}
+	if v := q.Get("from"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > len(p.Revisions) {
+			s.fail(w, r, fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v)))
+			return
+		}
+		if n != to {
+			from = n
+		}
+	}
+	data := map[string]any{
+		"Title": p.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "patches",
+		"Patch": p, "To": to, "From": from,
+	}
+	var general []patches.Review
+	var inline []patches.Review
+	for _, rv := range p.Reviews {
+		if rv.File != nil && rv.Line != nil && rv.Revision == to && from == 0 {
+			inline = append(inline, rv)
+		} else {
+			general = append(general, rv)
+		}
+	}
+	if to > 0 {
+		dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		rt := p.Revisions[to-1]
+		var res diff.Result
+		if from > 0 {
+			rf := p.Revisions[from-1]
+			res, err = diff.Interdiff(r.Context(), dir, diff.Range{Base: rf.BaseCommit, Commit: rf.Commit}, diff.Range{Base: rt.BaseCommit, Commit: rt.Commit}, diff.DefaultLimits())
+		} else {
+			res, err = diff.Revision(r.Context(), dir, diff.Range{Base: rt.BaseCommit, Commit: rt.Commit}, diff.DefaultLimits())
+		}
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("diff of patch %s: %w", p.ID, err))
+			return
+		}
+		lines, rest := parseDiff(res.Text, inline)
+		data["Diff"] = res
+		data["Lines"] = lines
+		general = append(general, rest...)
+	}
+	data["Reviews"] = general
+	data["Timeline"] = tl
+	data["Summary"] = review.Summarize(p.Reviews, p.Head().Number)
+	s.render(w, r, http.StatusOK, "patch", data)
+}
+
+type leaseRow struct {
+	leases.Lease
+	Title string
+}
+
+func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var rows []leaseRow
+	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
+		ls, err := leases.List(r.Context(), tx, key, s.now())
+		if err != nil {
+			return err
+		}
+		for _, l := range ls {
+			row := leaseRow{Lease: l}
+			if is, ok, err := issues.Lookup(r.Context(), tx, key, l.IssueID, s.now()); err != nil {
+				return err
+			} else if ok {
+				row.Title = is.Title
+			}
+			rows = append(rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "leases", map[string]any{
+		"Title": "Leases · " + reponame.Display(key), "Repo": key, "Tab": "leases", "Leases": rows,
+	})
+}

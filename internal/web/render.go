@@ -1,0 +1,115 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// pages holds one parsed template set per page, each with the layout.
+type pages struct {
+	sets map[string]*template.Template
+}
+
+var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases"}
+
+func loadPages(s *Server) (*pages, error) {
+	funcs := template.FuncMap{
+		"display": reponame.Display,
+		"repoPath": func(key string) string {
+			// Each segment escaped, slashes kept: /org/demo/-/…
+			segs := strings.Split(reponame.Display(key), "/")
+			for i, sg := range segs {
+				segs[i] = url.PathEscape(sg)
+			}
+			return "/" + strings.Join(segs, "/")
+		},
+		"short": func(id string) string {
+			if len(id) > 10 {
+				return id[:10]
+			}
+			return id
+		},
+		"when": func(ts string) string {
+			t, err := store.ParseTime(ts)
+			if err != nil {
+				return ts
+			}
+			return t.Format("2006-01-02 15:04 UTC")
+		},
+		"whenp": func(ts *string) string {
+			if ts == nil {
+				return ""
+			}
+			t, err := store.ParseTime(*ts)
+			if err != nil {
+				return *ts
+			}
+			return t.Format("2006-01-02 15:04 UTC")
+		},
+		"md":     s.md.Render,
+		"deref":  func(p *string) string { return deref(p) },
+		"derefi": func(p *int) int { return derefInt(p) },
+		"query": func(kv ...string) string {
+			q := url.Values{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i+1] != "" {
+					q.Set(kv[i], kv[i+1])
+				}
+			}
+			if len(q) == 0 {
+				return ""
+			}
+			return "?" + q.Encode()
+		},
+		"add": func(a, b int) int { return a + b },
+	}
+	p := &pages{sets: map[string]*template.Template{}}
+	for _, n := range pageNames {
+		t, err := template.New(n).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+n+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parse template %s: %w", n, err)
+		}
+		p.sets[n] = t
+	}
+	return p, nil
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// render writes page name with data, adding what the layout needs: the
+// caller and the session's CSRF token for forms.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data map[string]any) {
+	c := whoOf(r)
+	data["Who"] = c.principal
+	if c.session != nil {
+		data["CSRF"] = c.session.CSRF
+	}
+	data["Path"] = r.URL.RequestURI()
+	data["Year"] = time.Now().Year()
+	var b bytes.Buffer
+	if err := s.pages.sets[name].ExecuteTemplate(&b, "layout", data); err != nil {
+		s.cfg.Log.ErrorContext(r.Context(), "render page", "page", name, "error", err.Error())
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "private, no-cache")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b.Bytes())
+	}
+}

@@ -1,0 +1,203 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/reponame"
+)
+
+var errMethod = &fault.Error{Kind: fault.Usage, Msg: "method not allowed"}
+
+func notFound(what string) error { return fault.New(fault.NotFound, "%s not found", what) }
+
+// fail answers with err: JSON {"error": …} with the contract's status on
+// the API, an error page elsewhere. Internal detail goes to the log only.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	fe := fault.As(err)
+	status := fault.HTTPStatus(err)
+	if fe == errMethod {
+		status = http.StatusMethodNotAllowed
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		fe, status = fault.New(fault.TooLarge, "request body too large: at most %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge
+	}
+	if status >= 500 {
+		s.cfg.Log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.EscapedPath(), "error", err.Error())
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="collab"`)
+	}
+	if isAPI(r) || r.URL.Path == "/healthz" {
+		obj := map[string]any{}
+		for k, v := range fe.Fields {
+			obj[k] = v
+		}
+		obj["error"] = fe.Msg
+		writeJSON(w, status, obj)
+		return
+	}
+	if status == http.StatusUnauthorized && r.Method == http.MethodGet {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, status, "error", map[string]any{"Title": http.StatusText(status), "Status": status, "Message": fe.Msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(true)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// apiBody enforces the API's body rules before any handler runs: a body
+// must be application/json (415) and at most MaxBody bytes (413). A
+// body-less request of any method is fine.
+func (s *Server) apiBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBody {
+			s.fail(w, r, fault.New(fault.TooLarge, "request body too large: %d bytes, at most %d", r.ContentLength, MaxBody))
+			return
+		}
+		hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+		if hasBody {
+			mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if err != nil || mt != "application/json" {
+				s.fail(w, r, fault.New(fault.Unsupported, "request body must be application/json"))
+				return
+			}
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decode reads the JSON body into v. An empty body leaves v as it is;
+// unknown fields are refused, so that a misspelt "ttl_seconds" cannot
+// silently turn into an open-ended lease.
+func decode(r *http.Request, v any) error {
+	if r.Body == nil {
+		return nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fault.New(fault.TooLarge, "request body too large: at most %d bytes", mbe.Limit)
+		}
+		return fault.New(fault.Usage, "read request body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fault.New(fault.Usage, "bad JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return fault.New(fault.Usage, "bad JSON body: more than one value")
+	}
+	return nil
+}
+
+// repoKey reads the {repo} variable: escaped in the API (org%2Ffoo.git),
+// plain on pages, with or without .git.
+func repoKey(r *http.Request) (string, error) {
+	raw := mux.Vars(r)["repo"]
+	name, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fault.New(fault.Usage, "bad repository name %q", raw)
+	}
+	return reponame.Key(name)
+}
+
+func pathVar(r *http.Request, name string) string {
+	v, err := url.PathUnescape(mux.Vars(r)[name])
+	if err != nil {
+		return mux.Vars(r)[name]
+	}
+	return v
+}
+
+// repoAccess resolves {repo} and checks that the caller has need there.
+// A repository the caller may not read is NotFound, exactly like a missing
+// one; an anonymous caller who needs more than read is asked to sign in.
+func (s *Server) repoAccess(r *http.Request, need access.Level) (string, access.Level, error) {
+	key, err := repoKey(r)
+	if err != nil {
+		if fault.KindOf(err) == fault.Usage {
+			// A malformed name cannot exist; say so as a missing one would.
+			return "", access.None, notFound("repository")
+		}
+		return "", access.None, err
+	}
+	p := principalOf(r)
+	lvl, err := access.Require(r.Context(), s.cfg.DB.R(), p, key, access.Read)
+	if err != nil {
+		return "", access.None, err
+	}
+	if lvl < need {
+		if p == "" {
+			return "", lvl, requireAuth(r)
+		}
+		_, err := access.Require(r.Context(), s.cfg.DB.R(), p, key, need)
+		return "", lvl, err
+	}
+	return key, lvl, nil
+}
+
+// page reads ?limit= and ?after=.
+func page(r *http.Request) (limit int, after string, err error) {
+	limit = DefaultLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, "", fault.New(fault.Usage, "bad limit %q: want a positive number", clip(v))
+		}
+		limit = min(n, MaxLimit)
+	}
+	return limit, r.URL.Query().Get("after"), nil
+}
+
+// leaseToken reads X-Lease-Token: 0 when absent.
+func leaseToken(r *http.Request) (int64, bool, error) {
+	v := strings.TrimSpace(r.Header.Get("X-Lease-Token"))
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, false, fault.New(fault.Usage, "bad X-Lease-Token %q: want a positive integer", clip(v))
+	}
+	return n, true, nil
+}
+
+func clip(s string) string {
+	if len(s) > 70 {
+		return s[:70] + "…"
+	}
+	return s
+}

@@ -1,0 +1,222 @@
+// Package web serves collab's pages and JSON API over the forge database.
+//
+// Pages are server-rendered html/template that work without JavaScript;
+// the JSON API under /api/v1 follows CONTRACT.md. Repository paths on pages
+// end at /-/ (as on GitLab), so nested names need no escaping there; the
+// API takes them URL-escaped (org%2Ffoo.git), which is why the router
+// matches on the encoded path.
+package web
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/markdown"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Limits of a request.
+const (
+	// MaxBody bounds a request body: a 1 MiB text body plus JSON escaping.
+	MaxBody = 2 << 20
+	// MaxLimit bounds ?limit= on lists.
+	MaxLimit = 200
+	// DefaultLimit is a list page's length without ?limit=.
+	DefaultLimit = 50
+)
+
+// Config is what the web handler needs.
+type Config struct {
+	Root forge.Root
+	DB   *store.DB
+	// URL is the forge's public base URL (no trailing slash); when it is
+	// https, session cookies are Secure.
+	URL string
+	Log *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the web handler.
+type Server struct {
+	cfg    Config
+	md     *markdown.Renderer
+	pages  *pages
+	router *mux.Router
+	secure bool
+}
+
+// New builds the handler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://")}
+	s.md = markdown.New(func(r markdown.Ref) string {
+		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
+	})
+	p, err := loadPages(s)
+	if err != nil {
+		return nil, err
+	}
+	s.pages = p
+	s.router = s.routes()
+	return s, nil
+}
+
+func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+
+// ServeHTTP runs every request through the security headers, panic
+// recovery, access log and authentication before the router.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	rec := &statusRecorder{ResponseWriter: w, status: 200}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.cfg.Log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+			if !rec.wrote {
+				s.fail(rec, r, fmt.Errorf("panic: %v", v))
+			}
+		}
+		s.cfg.Log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.EscapedPath(),
+			"status", rec.status, "principal", principalOf(r), "DURATION_MS", time.Since(start).Milliseconds())
+	}()
+	r, ok := s.authenticate(rec, r)
+	if !ok {
+		return
+	}
+	s.router.ServeHTTP(rec, r)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (s *Server) routes() *mux.Router {
+	r := mux.NewRouter().UseEncodedPath()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.fail(w, req, notFound("page"))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.fail(w, req, errMethod)
+	})
+
+	r.HandleFunc("/healthz", s.healthz).Methods("GET", "HEAD")
+	static, _ := fs.Sub(assets, "static")
+	r.PathPrefix("/-/static/").Handler(http.StripPrefix("/-/static/", cacheStatic(http.FileServer(http.FS(static))))).Methods("GET", "HEAD")
+
+	api := r.PathPrefix("/api/v1").Subrouter()
+	api.NotFoundHandler = r.NotFoundHandler
+	api.MethodNotAllowedHandler = r.MethodNotAllowedHandler
+	api.Use(s.apiBody)
+	api.HandleFunc("/signing-key", s.apiSigningKey).Methods("GET")
+	api.HandleFunc("/repos", s.apiRepos).Methods("GET")
+	api.HandleFunc("/events", s.apiEvents).Methods("GET")
+	rp := "/repos/{repo}"
+	api.HandleFunc(rp, s.apiRepo).Methods("GET")
+	api.HandleFunc(rp+"/issues", s.apiIssues).Methods("GET")
+	api.HandleFunc(rp+"/issues", s.apiFileIssue).Methods("POST")
+	api.HandleFunc(rp+"/issues/{id}", s.apiIssue).Methods("GET")
+	api.HandleFunc(rp+"/issues/{id}", s.apiPatchIssue).Methods("PATCH")
+	api.HandleFunc(rp+"/issues/{id}/comments", s.apiComments).Methods("GET")
+	api.HandleFunc(rp+"/issues/{id}/comments", s.apiComment).Methods("POST")
+	api.HandleFunc(rp+"/issues/{id}/lease", s.apiAcquire).Methods("PUT")
+	api.HandleFunc(rp+"/issues/{id}/lease", s.apiRelease).Methods("DELETE")
+	api.HandleFunc(rp+"/leases", s.apiLeases).Methods("GET")
+	api.HandleFunc(rp+"/patches", s.apiPatches).Methods("GET")
+	api.HandleFunc(rp+"/patches/{id}", s.apiPatch).Methods("GET")
+	api.HandleFunc(rp+"/patches/{id}/reviews", s.apiReview).Methods("POST")
+
+	r.HandleFunc("/", s.pageRepos).Methods("GET", "HEAD")
+	r.HandleFunc("/login", s.pageLogin).Methods("GET", "HEAD")
+	r.HandleFunc("/login", s.postLogin).Methods("POST")
+	r.HandleFunc("/logout", s.postLogout).Methods("POST")
+
+	// Repository names may hold slashes; every repository page sits under
+	// /-/, a segment no repository name can have.
+	pr := "/{repo:.+?}/-"
+	r.HandleFunc(pr+"/issues", s.pageIssues).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/issues", s.postIssue).Methods("POST")
+	r.HandleFunc(pr+"/issues/{id}", s.pageIssue).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/issues/{id}/comments", s.postComment).Methods("POST")
+	r.HandleFunc(pr+"/issues/{id}/state", s.postIssueState).Methods("POST")
+	r.HandleFunc(pr+"/patches", s.pagePatches).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/patches/{id}", s.pagePatch).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/leases", s.pageLeases).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/ref/{id}", s.pageRef).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:.+?}/-", s.pageRepoHome).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:.+?}/-/", s.pageRepoHome).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:[^-].*}", s.pageRepoHome).Methods("GET", "HEAD")
+	return r
+}
+
+func cacheStatic(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	var one int
+	if err := s.cfg.DB.R().QueryRowContext(r.Context(), "SELECT 1").Scan(&one); err != nil {
+		s.cfg.Log.ErrorContext(r.Context(), "health check", "error", err)
+		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "ok")
+}
+
+// NewHTTPServer wraps h in an http.Server with timeouts, so that slow
+// clients cannot pin connections.
+func NewHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
