@@ -27,7 +27,7 @@ func issueCommand(env *Env) *cli.Command {
 				Usage:     "file an issue",
 				ArgsUsage: "REPO --title T [--body B|-]",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "title", Usage: "one-line title", Required: true},
+					&cli.StringFlag{Name: "title", Usage: "one-line title (required)"},
 					&cli.StringFlag{Name: "body", Usage: "markdown body; - reads stdin"},
 					JSONFlag,
 				},
@@ -57,7 +57,7 @@ func issueCommand(env *Env) *cli.Command {
 				Usage:     "comment on an issue",
 				ArgsUsage: "REPO ID --body B|- [--lease-token N]",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "body", Usage: "markdown body; - reads stdin", Required: true},
+					&cli.StringFlag{Name: "body", Usage: "markdown body; - reads stdin (required)"},
 					leaseTokenFlag(),
 					JSONFlag,
 				},
@@ -126,6 +126,9 @@ func (env *Env) issueNew(c *cli.Context) error {
 	args, err := Args(c, "repo")
 	if err != nil {
 		return err
+	}
+	if !c.IsSet("title") {
+		return fault.New(fault.Usage, "usage: issue new REPO --title T [--body B]: --title is required")
 	}
 	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
 	if err != nil {
@@ -253,6 +256,9 @@ func (env *Env) issueComment(c *cli.Context) error {
 	args, err := Args(c, "repo", "id")
 	if err != nil {
 		return err
+	}
+	if !c.IsSet("body") {
+		return fault.New(fault.Usage, "usage: issue comment REPO ID --body B: --body is required (- reads stdin)")
 	}
 	token, fenced, err := leaseToken(c)
 	if err != nil {
