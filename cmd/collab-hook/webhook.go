@@ -12,6 +12,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/webhook/subs"
 )
@@ -153,7 +154,7 @@ func webhookID(c *cli.Context, usage string) (int64, error) {
 }
 
 func webhookLine(s subs.Subscription) string {
-	repo, evs := s.Repo, strings.Join(s.Events, ",")
+	repo, evs := reponame.Display(s.Repo), strings.Join(s.Events, ",")
 	if repo == "" {
 		repo = "*"
 	}
