@@ -98,8 +98,8 @@ func (p sshPaths) authorizedKeys() string { return filepath.Join(p.dir, "authori
 func (p sshPaths) knownHosts() string     { return filepath.Join(p.dir, "known_hosts") }
 func (p sshPaths) key(name string) string { return filepath.Join(p.dir, "id_"+name) }
 
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort(ts *testscript.TestScript) int {
+// sshFreePort asks the kernel for a free port on 127.0.0.1.
+func sshFreePort(ts *testscript.TestScript) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	ts.Check(err)
 	port := l.Addr().(*net.TCPAddr).Port
@@ -142,7 +142,7 @@ func cmdSSHDStart(ts *testscript.TestScript, neg bool, args []string) {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test-host", "-f", hostKey).CombinedOutput(); err != nil {
 		ts.Fatalf("ssh-keygen host key: %v\n%s", err, out)
 	}
-	port := freePort(ts)
+	port := sshFreePort(ts)
 	hostPub, err := os.ReadFile(hostKey + ".pub")
 	ts.Check(err)
 	hp := strings.Fields(string(hostPub))
@@ -363,7 +363,7 @@ func cmdGitDaemonStart(ts *testscript.TestScript, neg bool, args []string) {
 	dir := filepath.Join(ts.Getenv("WORK"), ".gitdaemon")
 	ts.Check(os.MkdirAll(dir, 0o755))
 	repos := filepath.Join(ts.Getenv("ROOT"), "repos")
-	port := freePort(ts)
+	port := sshFreePort(ts)
 	logPath := filepath.Join(dir, "daemon.log")
 	logf, err := os.Create(logPath)
 	ts.Check(err)
