@@ -25,7 +25,7 @@ type Policy struct {
 // DefaultPolicy is the contract's: first retry within 5 s, delays capped at
 // 5 minutes, retries for at least 24 hours.
 func DefaultPolicy() Policy {
-	return Policy{First: 4 * time.Second, Max: 5 * time.Minute, GiveUp: 24 * time.Hour, MinAttempts: 3}
+	return Policy{First: 2 * time.Second, Max: 5 * time.Minute, GiveUp: 24 * time.Hour, MinAttempts: 3}
 }
 
 // Delay is the wait after the failed attempt number n (1 for the first

@@ -18,12 +18,12 @@ func TestDefaultPolicy(t *testing.T) {
 		r        float64
 		min, max time.Duration
 	}{
-		{1, 0, 2 * time.Second, 2 * time.Second},
-		{1, 0.999999, 3900 * time.Millisecond, 4 * time.Second},
-		{2, 0, 4 * time.Second, 4 * time.Second},
-		{3, 0.5, 12 * time.Second, 12 * time.Second},
-		{7, 0, 128 * time.Second, 128 * time.Second},
-		{8, 0.999999, 4*time.Minute + 59*time.Second, 5 * time.Minute},
+		{1, 0, time.Second, time.Second},
+		{1, 0.999999, 1900 * time.Millisecond, 2 * time.Second},
+		{2, 0, 2 * time.Second, 2 * time.Second},
+		{3, 0.5, 6 * time.Second, 6 * time.Second},
+		{7, 0, 64 * time.Second, 64 * time.Second},
+		{8, 0.999999, 255 * time.Second, 256 * time.Second},
 		{9, 0, 150 * time.Second, 150 * time.Second},
 		{1000, 0.999999, 4*time.Minute + 59*time.Second, 5 * time.Minute},
 	} {
