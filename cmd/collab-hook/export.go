@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,7 +32,7 @@ func exportCommand() *cli.Command {
 				log, closeLog := journal.Open(root.Dir)
 				defer closeLog()
 				x := &export.Exporter{DB: db, Key: key, Log: log}
-				res, err := x.Export(c.Context, repo, dir)
+				res, err := x.Export(c.Context, repo, dir, time.Now())
 				if err != nil {
 					return nil, err
 				}

@@ -55,15 +55,16 @@ const zeroOID = "0000000000000000000000000000000000000000"
 // Export brings the refs/collab/ records of repo (a repository key) in the
 // bare repository gitDir up to date with the database. A record whose tree
 // is unchanged keeps its ref; a changed one gets one new signed commit on
-// top of the old. Exporting again with no change writes nothing.
-func (x *Exporter) Export(ctx context.Context, repo, gitDir string) (Result, error) {
+// top of the old. Exporting again with no change writes nothing. now only
+// decides whether an unswept lease tenure has run out.
+func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Time) (Result, error) {
 	start := time.Now()
 	res := Result{Repo: repo, Updated: []string{}}
 	g := gitCmd{dir: gitDir}
 	if err := g.checkFormat(ctx); err != nil {
 		return res, err
 	}
-	recs, skipped, err := load(ctx, x.DB, repo)
+	recs, skipped, err := load(ctx, x.DB, repo, now)
 	if err != nil {
 		return res, err
 	}

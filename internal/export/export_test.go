@@ -14,12 +14,18 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/store"
 )
 
 const repoKey = "demo.git"
+
+// testNow is before every expiry the fixtures write.
+var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
 // fixture is a forge database, the bare repository the export writes
 // into, and the forge key.
@@ -248,7 +254,7 @@ func refs(t *testing.T, dir string) string {
 func TestExportRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	w, recIDs := f.populate()
-	res, err := f.x.Export(f.ctx, repoKey, f.git)
+	res, err := f.x.Export(f.ctx, repoKey, f.git, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,13 +342,13 @@ func allowedSignersFile(t *testing.T, key ed25519.PrivateKey) string {
 func TestExportIsIdempotentAndIncremental(t *testing.T) {
 	f := newFixture(t)
 	w, ids := f.populate()
-	if _, err := f.x.Export(f.ctx, repoKey, f.git); err != nil {
+	if _, err := f.x.Export(f.ctx, repoKey, f.git, testNow); err != nil {
 		t.Fatal(err)
 	}
 	before := refs(t, f.git)
 	objects := run(t, f.git, "git", "count-objects", "-v")
 
-	res, err := f.x.Export(f.ctx, repoKey, f.git)
+	res, err := f.x.Export(f.ctx, repoKey, f.git, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +368,7 @@ func TestExportIsIdempotentAndIncremental(t *testing.T) {
 	ref := IssueRef(issue)
 	old := strings.TrimSpace(run(t, f.git, "git", "rev-parse", ref))
 	f.addComment(w, issue, 9)
-	res, err = f.x.Export(f.ctx, repoKey, f.git)
+	res, err = f.x.Export(f.ctx, repoKey, f.git, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,12 +400,12 @@ func TestExportIsIdempotentAndIncremental(t *testing.T) {
 func TestExportIsDeterministic(t *testing.T) {
 	f := newFixture(t)
 	f.populate()
-	if _, err := f.x.Export(f.ctx, repoKey, f.git); err != nil {
+	if _, err := f.x.Export(f.ctx, repoKey, f.git, testNow); err != nil {
 		t.Fatal(err)
 	}
 	other := filepath.Join(t.TempDir(), "other.git")
 	run(t, "", "git", "init", "-q", "--bare", other)
-	if _, err := f.x.Export(f.ctx, repoKey, other); err != nil {
+	if _, err := f.x.Export(f.ctx, repoKey, other, testNow); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := refs(t, f.git), refs(t, other); a != b {
@@ -451,7 +457,7 @@ func TestTamperedExportFailsVerification(t *testing.T) {
 			f.key = signingKey
 			f.x.Key = signingKey
 			_, ids := f.populate()
-			if _, err := f.x.Export(f.ctx, repoKey, f.git); err != nil {
+			if _, err := f.x.Export(f.ctx, repoKey, f.git, testNow); err != nil {
 				t.Fatal(err)
 			}
 			dir := clone(t, f.git)
@@ -565,5 +571,145 @@ func TestSplitSignatureInvertsWithSignature(t *testing.T) {
 	p, s := splitSignature(withSignature(payload, sig))
 	if string(p) != string(payload) || s != sig {
 		t.Fatalf("split gave\n%q\n%q", p, s)
+	}
+}
+
+// TestExportMatchesTheForgesReaders writes records through the forge's own
+// domain code and checks the export against what issue show and patch show
+// read from the database.
+func TestExportMatchesTheForgesReaders(t *testing.T) {
+	f := newFixture(t)
+	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	var a, b issues.Issue
+	const patchID = "feedfacefeedfacefeedfacefeedfacefeedface"
+	err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+		var err error
+		steps := []func() error{
+			func() error { a, err = issues.New(f.ctx, tx, repoKey, "ada", "Crash on <start>", "It & breaks\n", at(0)); return err },
+			func() error { b, err = issues.New(f.ctx, tx, repoKey, "bob", "Second", "", at(1)); return err },
+			func() error { _, err = issues.AddComment(f.ctx, tx, repoKey, a.ID, "bob", "me too", at(2)); return err },
+			func() error { _, err = issues.AddComment(f.ctx, tx, repoKey, a.ID, "ada", "fixed?", at(3)); return err },
+			func() error { _, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-1", 10*time.Minute, false, at(4)); return err },
+			func() error { _, err = leases.Release(f.ctx, tx, repoKey, a.ID, "agent-1", false, at(5)); return err },
+			// The merge below ends this one.
+			func() error { _, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-2", 0, false, at(6)); return err },
+			// This one runs out at 9:17 and is never swept.
+			func() error { _, err = leases.Acquire(f.ctx, tx, repoKey, b.ID, "bob", 10*time.Minute, false, at(7)); return err },
+			func() error { _, _, err = issues.SetState(f.ctx, tx, repoKey, b.ID, issues.Closed, "bob", at(8)); return err },
+			func() error {
+				_, err = patches.Create(f.ctx, tx, patches.New{Repo: repoKey, ID: patchID, Title: "Fix the crash",
+					Description: "d", Author: "ada", Base: "main"}, at(9))
+				return err
+			},
+			func() error {
+				_, _, err = patches.AddRevision(f.ctx, tx, repoKey, patchID, strings.Repeat("1", 40), strings.Repeat("0", 39)+"f", "ada", at(9))
+				return err
+			},
+			func() error {
+				_, _, err = patches.AddRevision(f.ctx, tx, repoKey, patchID, strings.Repeat("2", 40), strings.Repeat("0", 39)+"f", "ada", at(11))
+				return err
+			},
+			func() error { _, err = patches.LinkIssue(f.ctx, tx, repoKey, patchID, a.ID); return err },
+			func() error {
+				_, err = tx.ExecContext(f.ctx, `INSERT INTO reviews(repo, patch_id, id, revision, author, verdict, body, file, line, created_at)
+					VALUES (?, ?, ?, 2, 'bob', 'approve', 'ok', 'main.go', 3, ?)`, repoKey, patchID, hexID(77), store.FormatTime(at(12)))
+				return err
+			},
+			func() error {
+				_, err = patches.RecordMerge(f.ctx, tx, repoKey, patchID, "main", strings.Repeat("2", 40), "bob", at(13))
+				return err
+			},
+		}
+		for i, s := range steps {
+			if err := s(); err != nil {
+				return fmt.Errorf("step %d: %w", i, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := at(30) // bob's tenure on b has run out, unswept
+	if _, err := f.x.Export(f.ctx, repoKey, f.git, now); err != nil {
+		t.Fatal(err)
+	}
+	got := readBack(t, filepath.Join(clone(t, f.git)))
+	if len(got.issues) != 2 || len(got.patches) != 1 {
+		t.Fatalf("read back %d issues, %d patches", len(got.issues), len(got.patches))
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		d, err := issues.Get(f.ctx, f.db.R(), repoKey, id, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := got.issues[id]
+		if e.ID != d.ID || e.Repo != d.Repo || e.Title != d.Title || e.Body != d.Body || e.State != d.State ||
+			e.Author != d.Author || e.CreatedAt != d.CreatedAt || e.UpdatedAt != d.UpdatedAt ||
+			!reflect.DeepEqual(e.ClosedAt, d.ClosedAt) || !reflect.DeepEqual(e.Patches, d.Patches) {
+			t.Errorf("issue %s: export %+v, issue show %+v", id, e, d.Issue)
+		}
+		if len(got.comments[id]) != len(d.Comments) {
+			t.Fatalf("issue %s: %d comments exported, %d in the database", id, len(got.comments[id]), len(d.Comments))
+		}
+		for i, c := range d.Comments {
+			if e := got.comments[id][i]; e != (Comment{ID: c.ID, Author: c.Author, Body: c.Body, CreatedAt: c.CreatedAt}) {
+				t.Errorf("issue %s comment %d: export %+v, database %+v", id, i, e, c)
+			}
+		}
+		if len(got.tenures[id]) != len(d.Tenures) {
+			t.Fatalf("issue %s: %d tenures exported, %d in the database", id, len(got.tenures[id]), len(d.Tenures))
+		}
+		for i, l := range d.Tenures {
+			want := Tenure{Token: l.Token, Holder: l.Holder, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, EndedAt: l.EndedAt, EndReason: l.EndReason}
+			if e := got.tenures[id][i]; !reflect.DeepEqual(e, want) {
+				t.Errorf("issue %s tenure %d: export %+v, database %+v", id, i, e, want)
+			}
+		}
+	}
+	if tn := got.tenures[a.ID]; len(tn) != 2 || tn[1].EndReason == nil || *tn[1].EndReason != "merged" {
+		t.Errorf("the tenure the merge ended is not exported as merged: %s", run(t, f.git, "git", "show", IssueRef(a.ID)+":tenures/000002.json"))
+	}
+	if tn := got.tenures[b.ID]; len(tn) != 1 || tn[0].EndReason == nil || *tn[0].EndReason != "expired" {
+		t.Errorf("the run-out tenure is not exported as expired: %s", run(t, f.git, "git", "show", IssueRef(b.ID)+":tenures/000001.json"))
+	}
+	p, err := patches.Get(f.ctx, f.db.R(), repoKey, patchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := got.patches[patchID]
+	wantMerge := &Merge{At: p.Merge.At, Branch: p.Merge.Branch, By: p.Merge.By, Commit: p.Merge.Commit}
+	if e.ID != p.ID || e.Repo != p.Repo || e.Title != p.Title || e.State != p.State || e.Author != p.Author ||
+		e.Base != p.Base || e.Description != p.Description || e.CreatedAt != p.CreatedAt || e.UpdatedAt != p.UpdatedAt ||
+		!reflect.DeepEqual(e.Issues, p.Issues) || !reflect.DeepEqual(e.Merge, wantMerge) {
+		t.Errorf("patch: export %+v, patch show %+v", e, p)
+	}
+	if len(got.revs[patchID]) != len(p.Revisions) || len(got.reviews[patchID]) != len(p.Reviews) {
+		t.Fatalf("patch: %d revisions, %d reviews exported; %d, %d in the database",
+			len(got.revs[patchID]), len(got.reviews[patchID]), len(p.Revisions), len(p.Reviews))
+	}
+	for i, r := range p.Revisions {
+		want := Revision{Number: int64(r.Number), Commit: r.Commit, BaseCommit: r.BaseCommit, Pusher: r.Pusher, CreatedAt: r.CreatedAt}
+		if got.revs[patchID][i] != want {
+			t.Errorf("revision %d: export %+v, database %+v", i+1, got.revs[patchID][i], want)
+		}
+	}
+	for i, r := range p.Reviews {
+		e := got.reviews[patchID][i]
+		if e.ID != r.ID || int(e.Revision) != r.Revision || e.Author != r.Author || e.Verdict != r.Verdict ||
+			e.Body != r.Body || !reflect.DeepEqual(e.File, r.File) || e.Line == nil || r.Line == nil || int(*e.Line) != *r.Line ||
+			e.CreatedAt != r.CreatedAt {
+			t.Errorf("review %d: export %+v, database %+v", i+1, e, r)
+		}
+	}
+
+	// The sweep recording the run-out tenure changes nothing in the export.
+	if n, err := leases.SweepExpired(f.ctx, f.db, now); err != nil || n != 1 {
+		t.Fatalf("sweep: %d, %v; want 1 tenure recorded", n, err)
+	}
+	res, err := f.x.Export(f.ctx, repoKey, f.git, now)
+	if err != nil || len(res.Updated) != 0 {
+		t.Fatalf("export after the sweep: %+v, %v", res, err)
 	}
 }

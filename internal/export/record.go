@@ -179,6 +179,10 @@ func seqName(n int, id string) string {
 	return fmt.Sprintf("%06d.json", n)
 }
 
+const expired = "expired"
+
+func ptrTo(s string) *string { return &s }
+
 func nullable(s sql.NullString) *string {
 	if !s.Valid {
 		return nil
@@ -189,10 +193,10 @@ func nullable(s sql.NullString) *string {
 // load reads every issue and patch of repo in one read transaction and
 // turns them into records, issues first. Rows whose ids are not valid hex
 // ids are skipped and counted in skipped: they could not name a ref.
-func load(ctx context.Context, db *store.DB, repo string) (recs []*record, skipped int, err error) {
+func load(ctx context.Context, db *store.DB, repo string, now time.Time) (recs []*record, skipped int, err error) {
 	err = db.Read(ctx, func(tx *sql.Tx) error {
 		var err error
-		recs, skipped, err = loadIssues(ctx, tx, repo)
+		recs, skipped, err = loadIssues(ctx, tx, repo, now)
 		if err != nil {
 			return err
 		}
@@ -222,7 +226,7 @@ func each(ctx context.Context, q store.Querier, query string, args []any, fn fun
 	return rows.Err()
 }
 
-func loadIssues(ctx context.Context, q store.Querier, repo string) ([]*record, int, error) {
+func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time) ([]*record, int, error) {
 	type issueRec struct {
 		issue    Issue
 		comments []Comment
@@ -267,6 +271,7 @@ func loadIssues(ctx context.Context, q store.Querier, repo string) ([]*record, i
 	if err != nil {
 		return nil, 0, fmt.Errorf("read comments of %s: %w", repo, err)
 	}
+	nowText := store.FormatTime(now)
 	err = each(ctx, q, `SELECT issue_id, token, holder, acquired_at, expires_at, ended_at, end_reason
 		FROM tenures WHERE repo = ? ORDER BY issue_id, token`, args, func(rows *sql.Rows) error {
 		var issue string
@@ -276,6 +281,11 @@ func loadIssues(ctx context.Context, q store.Querier, repo string) ([]*record, i
 			return err
 		}
 		t.ExpiresAt, t.EndedAt, t.EndReason = nullable(exp), nullable(ended), nullable(reason)
+		if t.EndedAt == nil && t.ExpiresAt != nil && *t.ExpiresAt <= nowText {
+			// Ran out but not yet swept: export it as the sweep will record
+			// it (as leases.Tenures shows it), so the sweep changes nothing.
+			t.EndedAt, t.EndReason = t.ExpiresAt, ptrTo(expired)
+		}
 		if r := byID[issue]; r != nil {
 			r.tenures = append(r.tenures, t)
 		}
