@@ -586,17 +586,32 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 	err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
 		var err error
 		steps := []func() error{
-			func() error { a, err = issues.New(f.ctx, tx, repoKey, "ada", "Crash on <start>", "It & breaks\n", at(0)); return err },
+			func() error {
+				a, err = issues.New(f.ctx, tx, repoKey, "ada", "Crash on <start>", "It & breaks\n", at(0))
+				return err
+			},
 			func() error { b, err = issues.New(f.ctx, tx, repoKey, "bob", "Second", "", at(1)); return err },
 			func() error { _, err = issues.AddComment(f.ctx, tx, repoKey, a.ID, "bob", "me too", at(2)); return err },
 			func() error { _, err = issues.AddComment(f.ctx, tx, repoKey, a.ID, "ada", "fixed?", at(3)); return err },
-			func() error { _, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-1", 10*time.Minute, false, at(4)); return err },
+			func() error {
+				_, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-1", 10*time.Minute, false, at(4))
+				return err
+			},
 			func() error { _, err = leases.Release(f.ctx, tx, repoKey, a.ID, "agent-1", false, at(5)); return err },
 			// The merge below ends this one.
-			func() error { _, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-2", 0, false, at(6)); return err },
+			func() error {
+				_, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-2", 0, false, at(6))
+				return err
+			},
 			// This one runs out at 9:17 and is never swept.
-			func() error { _, err = leases.Acquire(f.ctx, tx, repoKey, b.ID, "bob", 10*time.Minute, false, at(7)); return err },
-			func() error { _, _, err = issues.SetState(f.ctx, tx, repoKey, b.ID, issues.Closed, "bob", at(8)); return err },
+			func() error {
+				_, err = leases.Acquire(f.ctx, tx, repoKey, b.ID, "bob", 10*time.Minute, false, at(7))
+				return err
+			},
+			func() error {
+				_, _, err = issues.SetState(f.ctx, tx, repoKey, b.ID, issues.Closed, "bob", at(8))
+				return err
+			},
 			func() error {
 				_, err = patches.Create(f.ctx, tx, patches.New{Repo: repoKey, ID: patchID, Title: "Fix the crash",
 					Description: "d", Author: "ada", Base: "main"}, at(9))
