@@ -45,6 +45,13 @@ package testscript
 //	                      (what GIT_SSH_COMMAND runs).
 //	git-as NAME ARGS…     git with NAME's key for ssh:// remotes.
 //
+//	journal-listen
+//	    Listens on a unixgram socket as journald would and sets
+//	    $COLLAB_JOURNAL_SOCKET (call it before sshd-start, which passes it
+//	    to the forced command with SetEnv). Every entry received is appended
+//	    to $WORK/journal.jsonl as one JSON object of its fields, e.g.
+//	    {"MESSAGE":"pre-receive","PRINCIPAL":"alice","REPO":"demo.git",…},
+//	    so scripts can `grep '"REF":"refs/heads/main"' journal.jsonl`.
 //	gitdaemon-start
 //	    Starts `git daemon` on a free 127.0.0.1 port over $ROOT/repos
 //	    (public repositories only: those with git-daemon-export-ok), stopped
@@ -53,6 +60,8 @@ package testscript
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -75,6 +84,7 @@ func sshdCmds() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"ssh-user":        cmdSSHUser,
 		"ssh-use":         cmdSSHUse,
 		"gitdaemon-start": cmdGitDaemonStart,
+		"journal-listen":  cmdJournalListen,
 	}
 }
 
@@ -379,4 +389,71 @@ func cmdGitDaemonStart(ts *testscript.TestScript, neg bool, args []string) {
 
 func shq(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func cmdJournalListen(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: journal-listen")
+	}
+	// Socket paths are limited to 108 bytes; $WORK can be long.
+	dir, err := os.MkdirTemp("", "cj")
+	ts.Check(err)
+	ts.Check(os.Chmod(dir, 0o755))
+	path := filepath.Join(dir, "socket")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	ts.Check(err)
+	out, err := os.OpenFile(filepath.Join(ts.Getenv("WORK"), "journal.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	ts.Check(err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1<<20)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			fields, err := decodeJournal(buf[:n])
+			if err != nil {
+				fields = map[string]string{"DECODE_ERROR": err.Error()}
+			}
+			b, _ := json.Marshal(fields)
+			_, _ = out.Write(append(b, '\n'))
+		}
+	}()
+	ts.Defer(func() {
+		conn.Close()
+		<-done
+		out.Close()
+		os.RemoveAll(dir)
+	})
+	ts.Setenv("COLLAB_JOURNAL_SOCKET", path)
+}
+
+// decodeJournal parses one datagram of journald's native protocol.
+func decodeJournal(b []byte) (map[string]string, error) {
+	out := map[string]string{}
+	for len(b) > 0 {
+		nl := bytes.IndexByte(b, '\n')
+		if nl < 0 {
+			return nil, fmt.Errorf("unterminated field %q", b)
+		}
+		line := b[:nl]
+		b = b[nl+1:]
+		if eq := bytes.IndexByte(line, '='); eq >= 0 {
+			out[string(line[:eq])] = string(line[eq+1:])
+			continue
+		}
+		if len(b) < 8 {
+			return nil, fmt.Errorf("short binary field %s", line)
+		}
+		size := binary.LittleEndian.Uint64(b)
+		b = b[8:]
+		if uint64(len(b)) < size+1 || b[size] != '\n' {
+			return nil, fmt.Errorf("bad binary field %s", line)
+		}
+		out[string(line)] = string(b[:size])
+		b = b[size+1:]
+	}
+	return out, nil
 }
