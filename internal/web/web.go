@@ -144,7 +144,6 @@ func (s *Server) routes() *mux.Router {
 	r.PathPrefix("/-/static/").Handler(http.StripPrefix("/-/static/", cacheStatic(http.FileServer(http.FS(static))))).Methods("GET", "HEAD")
 
 	api := r.PathPrefix("/api/v1").Subrouter()
-	api.NotFoundHandler = r.NotFoundHandler
 	api.MethodNotAllowedHandler = r.MethodNotAllowedHandler
 	api.Use(s.apiBody)
 	api.HandleFunc("/signing-key", s.apiSigningKey).Methods("GET")
