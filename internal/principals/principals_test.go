@@ -1,0 +1,189 @@
+package principals
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+const (
+	edKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGf2DHqyOzCvqS8bAOt2yyxBlB4bD0iUv8eJz+M0fFOB alice@test"
+	edKey2 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOgGDxmB4+eSUuC0Nt5wEgZC30K6KsYWpAkmm0UFI0Ls"
+	// ssh-keygen -t rsa -b 1024
+	rsa1024 = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC8kd5Q4VL8deMKo9KsimPIN/J7Ov1mDUjBiyANutsCVampeO350v5lforQlZoR2qXMEN06gx8oDUUi/r81ir7dmN6cFuPBVqFISRSeMwjUazkRHsggd9M7/PcaylmClXw5shIp4sQ7AMFMgtAZ05/B1eSMkq3m4Lh3mGajo3nasQ=="
+)
+
+func TestCheckName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"alice": true, "a": true, "0day": true, "ci-bot.2_x": true, strings.Repeat("a", 64): true,
+		"": false, "Alice": false, "-a": false, ".a": false, "_a": false, "a b": false, "a;b": false,
+		"a\"b": false, "a\nb": false, strings.Repeat("a", 65): false, "local": false, "ällo": false,
+	} {
+		err := CheckName(name)
+		if (err == nil) != ok {
+			t.Errorf("CheckName(%q) = %v, want ok=%v", name, err, ok)
+		}
+		if err != nil && fault.KindOf(err) != fault.Usage {
+			t.Errorf("CheckName(%q): kind %v", name, fault.KindOf(err))
+		}
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	k, err := ParseKey(edKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Type != "ssh-ed25519" || k.Comment != "alice@test" || !strings.HasPrefix(k.Fingerprint, "SHA256:") || k.Line() != edKey {
+		t.Errorf("ParseKey = %+v", k)
+	}
+	for in, why := range map[string]string{
+		"":                                      "want",
+		"ssh-ed25519":                           "want",
+		edKey + "\nssh-ed25519 AAAA":            "newline",
+		edKey + "\r":                            "newline",
+		`command="sh" ` + edKey:                 "not base64",
+		`restrict ` + edKey:                     "not base64",
+		"ssh-rsa " + strings.Fields(edKey)[1]:   "does not match",
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG": "bad public key",
+		"ssh-ed25519 !!!!":                      "not base64",
+		rsa1024:                                 "at least 2048",
+		edKey + " \x1b[2J":                      "control character",
+		strings.Repeat("a", MaxKeyLine+1):       "too long",
+	} {
+		_, err := ParseKey(in)
+		if err == nil || !strings.Contains(err.Error(), why) || fault.KindOf(err) != fault.Usage {
+			t.Errorf("ParseKey(%.50q) = %v, want usage error with %q", in, err, why)
+		}
+	}
+}
+
+func open(t *testing.T) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	root, err := forge.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forge.Init(ctx, root, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, err := root.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.R().ExecContext(ctx, `INSERT INTO repos(name, public, created_at) VALUES ('demo.git', 0, 'x'), ('pub.git', 1, 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestPrincipalsKeysGrants(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kind := func(err error, want fault.Kind) {
+		t.Helper()
+		if err == nil || fault.KindOf(err) != want {
+			t.Errorf("err %v, want kind %v", err, want)
+		}
+	}
+	must(Add(ctx, db, "alice", now))
+	must(Add(ctx, db, "bob", now))
+	kind(Add(ctx, db, "alice", now), fault.Conflict)
+	kind(Add(ctx, db, "local", now), fault.Usage)
+
+	k, existed, err := AddKey(ctx, db, "alice", edKey, now)
+	must(err)
+	if existed {
+		t.Error("first add reported existing")
+	}
+	if _, existed, err = AddKey(ctx, db, "alice", edKey, now); err != nil || !existed {
+		t.Errorf("re-add: existed=%v err=%v", existed, err)
+	}
+	_, _, err = AddKey(ctx, db, "bob", edKey, now)
+	kind(err, fault.Conflict)
+	_, _, err = AddKey(ctx, db, "carol", edKey2, now)
+	kind(err, fault.NotFound)
+
+	// Grants: upsert, '*', and checks that the principal and repository exist.
+	must(SetGrant(ctx, db, "alice", "demo.git", access.Read))
+	must(SetGrant(ctx, db, "alice", "demo.git", access.Write))
+	must(SetGrant(ctx, db, "bob", AllRepos, access.Admin))
+	kind(SetGrant(ctx, db, "alice", "nothere.git", access.Read), fault.NotFound)
+	kind(SetGrant(ctx, db, "carol", "demo.git", access.Read), fault.NotFound)
+	if l, _ := access.Of(ctx, db.R(), "alice", "demo.git"); l != access.Write {
+		t.Errorf("alice on demo: %v", l)
+	}
+	if l, _ := access.Of(ctx, db.R(), "bob", "demo.git"); l != access.Admin {
+		t.Errorf("bob on demo via *: %v", l)
+	}
+	rs, err := ReadableRepos(ctx, db.R(), "alice")
+	must(err)
+	if len(rs) != 2 || rs[0].Name != "demo.git" || rs[0].Access != "write" || rs[1].Access != "read" {
+		t.Errorf("ReadableRepos(alice) = %+v", rs)
+	}
+
+	// authorized_keys: quoted paths, --root only when not the default,
+	// disabled principals left out.
+	var b bytes.Buffer
+	must(WriteAuthorizedKeys(ctx, db.R(), Command{Binary: "/opt/my collab/collab-hook", Root: "/srv/it's"}, &b))
+	want := `command="'/opt/my collab/collab-hook' --root '/srv/it'\''s' serve --as alice",restrict ` + edKey + "\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("authorized_keys:\n%s\nwant line\n%s", b.String(), want)
+	}
+	l, err := Command{Binary: "/usr/local/libexec/collab/collab-hook", Root: forge.DefaultDir}.AuthorizedLine(k)
+	must(err)
+	if l != `command="/usr/local/libexec/collab/collab-hook serve --as alice",restrict `+edKey {
+		t.Errorf("default root line %q", l)
+	}
+	_, err = Command{Binary: `/tmp/a"b`, Root: "/r"}.AuthorizedLine(k)
+	kind(err, fault.Usage)
+	_, err = Command{Binary: "collab-hook", Root: "/r"}.AuthorizedLine(k)
+	kind(err, fault.Usage)
+
+	// keys-command lookups.
+	f := strings.Fields(edKey)
+	if o, _ := Owner(ctx, db.R(), f[0], f[1]); o != "alice" {
+		t.Errorf("Owner = %q", o)
+	}
+	must(SetDisabled(ctx, db, "alice", true))
+	if o, _ := Owner(ctx, db.R(), f[0], f[1]); o != "" {
+		t.Errorf("Owner of a disabled principal's key = %q", o)
+	}
+	b.Reset()
+	must(WriteAuthorizedKeys(ctx, db.R(), Command{Binary: "/x", Root: "/r"}, &b))
+	if strings.Contains(b.String(), "alice") {
+		t.Errorf("disabled principal in authorized_keys:\n%s", b.String())
+	}
+	kind(SetDisabled(ctx, db, "carol", true), fault.NotFound)
+
+	// Revoke and key removal.
+	had, err := Revoke(ctx, db, "alice", "demo.git")
+	must(err)
+	if !had {
+		t.Error("revoke: no grant")
+	}
+	if had, _ = Revoke(ctx, db, "alice", "demo.git"); had {
+		t.Error("second revoke found a grant")
+	}
+	if _, err := RemoveKey(ctx, db, k.Fingerprint); err != nil {
+		t.Error(err)
+	}
+	_, err = RemoveKey(ctx, db, k.Fingerprint)
+	kind(err, fault.NotFound)
+}

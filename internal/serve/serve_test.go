@@ -1,0 +1,321 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+type fixture struct {
+	root    forge.Root
+	db      *store.DB
+	alice   string // alice's key line
+	aliceFP string
+}
+
+const (
+	aliceKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGf2DHqyOzCvqS8bAOt2yyxBlB4bD0iUv8eJz+M0fFOB alice@test"
+	bobKey   = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOgGDxmB4+eSUuC0Nt5wEgZC30K6KsYWpAkmm0UFI0Ls bob@test"
+)
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	root, err := forge.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := forge.Init(ctx, root, map[string]string{"url": "http://forge.test", "ssh": "ssh://git@forge.test"}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := root.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Now()
+	for _, r := range []struct {
+		name   string
+		public bool
+	}{{"demo", false}, {"org/pub", true}, {"secret", false}} {
+		if _, err := repos.Create(ctx, root, db, r.name, r.public, "", "/bin/true", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"alice", "bob", "gone"} {
+		if err := principals.Add(ctx, db, p, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := principals.SetDisabled(ctx, db, "gone", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := principals.SetGrant(ctx, db, "alice", "demo.git", access.Write); err != nil {
+		t.Fatal(err)
+	}
+	if err := principals.SetGrant(ctx, db, "bob", "demo.git", access.Read); err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := principals.AddKey(ctx, db, "alice", aliceKey, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := principals.AddKey(ctx, db, "bob", bobKey, now); err != nil {
+		t.Fatal(err)
+	}
+	// A symlink inside repos/ that points out of it, and one that stays in.
+	outside := filepath.Join(t.TempDir(), "evil.git")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root.ReposDir(), "evil.git")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.R().ExecContext(ctx, `INSERT INTO repos(name, public, created_at) VALUES ('evil.git', 1, '2026-01-01T00:00:00.000Z')`); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{root: root, db: db, alice: aliceKey, aliceFP: k.Fingerprint}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+	execs          [][]string
+	env            []string
+}
+
+func (f *fixture) run(t *testing.T, principal, command string, mod func(*Request)) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	var res result
+	r := &Request{
+		Root:      f.root,
+		Principal: principal,
+		Command:   command,
+		Environ: []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "GIT_PROTOCOL=version=2",
+			"LD_PRELOAD=/tmp/evil.so", "GIT_CONFIG_PARAMETERS='core.sshCommand=id'", "GIT_DIR=/etc",
+			"COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_PRINCIPAL=mallory", "COLLAB_ROOT=/elsewhere",
+			"SSH_ORIGINAL_COMMAND=" + command, "SSH_CONNECTION=1.2.3.4 5 6.7.8.9 22"},
+		Stdin:  strings.NewReader(""),
+		Stdout: &out,
+		Stderr: &errb,
+		Log:    slog.New(slog.DiscardHandler),
+		Now:    time.Now,
+		Exec: func(path string, argv, env []string) error {
+			res.execs = append(res.execs, append([]string{path}, argv...))
+			res.env = env
+			return nil // a real exec never returns; Run then reports failure
+		},
+	}
+	if mod != nil {
+		mod(r)
+	}
+	res.code = Run(context.Background(), r)
+	res.stdout, res.stderr = out.String(), errb.String()
+	return res
+}
+
+func TestGitCommands(t *testing.T) {
+	f := setup(t)
+	demo := filepath.Join(f.root.ReposDir(), "demo.git")
+	pub := filepath.Join(f.root.ReposDir(), "org", "pub.git")
+	for _, tc := range []struct {
+		who, cmd string
+		argv     []string
+	}{
+		{"alice", "git-upload-pack 'demo.git'", []string{"git", "upload-pack", demo}},
+		{"alice", "git-upload-pack '/demo.git'", []string{"git", "upload-pack", demo}},
+		{"alice", "git-upload-pack demo", []string{"git", "upload-pack", demo}},
+		{"alice", "git upload-pack 'demo'", []string{"git", "upload-pack", demo}},
+		{"alice", "git-receive-pack 'demo.git'", []string{"git", "receive-pack", demo}},
+		{"alice", "git receive-pack '/demo'", []string{"git", "receive-pack", demo}},
+		{"bob", "git-upload-archive 'demo.git'", []string{"git", "upload-archive", demo}},
+		{"bob", "git-upload-pack 'org/pub.git'", []string{"git", "upload-pack", pub}},
+		{"bob", "git-upload-pack '/org/pub'", []string{"git", "upload-pack", pub}},
+	} {
+		res := f.run(t, tc.who, tc.cmd, nil)
+		if len(res.execs) != 1 {
+			t.Errorf("%s %q: no exec; exit %d, stderr %q", tc.who, tc.cmd, res.code, res.stderr)
+			continue
+		}
+		got := res.execs[0]
+		if !strings.HasSuffix(got[0], "/git") || !reflect.DeepEqual(got[1:], tc.argv) {
+			t.Errorf("%s %q: exec %q, want git %q", tc.who, tc.cmd, got, tc.argv)
+		}
+	}
+}
+
+// git and the hooks get PATH, HOME, the principal, the root, GIT_PROTOCOL
+// and serve's own COLLAB_* variables, nothing else.
+func TestCleanEnvironment(t *testing.T) {
+	f := setup(t)
+	res := f.run(t, "alice", "git-receive-pack 'demo.git'", nil)
+	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir,
+		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j"}
+	if !reflect.DeepEqual(res.env, want) {
+		t.Errorf("env %q\nwant %q", res.env, want)
+	}
+	res = f.run(t, "alice", "git-upload-pack demo", func(r *Request) {
+		r.Environ = []string{"GIT_PROTOCOL=version=2\nLD_PRELOAD=x"}
+		r.URL = "http://override.test"
+	})
+	want = []string{"PATH=" + DefaultPath, "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir, "COLLAB_URL=http://override.test"}
+	if !reflect.DeepEqual(res.env, want) {
+		t.Errorf("env %q\nwant %q", res.env, want)
+	}
+}
+
+// Every hostile or unknown command gets a non-zero exit, exactly one line on
+// stderr, and nothing is executed.
+func TestHostileCommands(t *testing.T) {
+	f := setup(t)
+	for _, tc := range []struct {
+		who, cmd string
+		code     int
+		msg      string
+	}{
+		{"alice", "git-upload-pack '../demo.git'", 2, "bad repository name"},
+		{"alice", "git-upload-pack 'org/../demo.git'", 2, "bad repository name"},
+		{"alice", "git-upload-pack '//etc/passwd'", 2, "absolute path"},
+		{"alice", "git-upload-pack '/srv/collab/repos/demo.git'", 4, "not found"},
+		{"alice", "git-upload-pack 'evil.git'", 2, "outside the forge"},
+		{"alice", "git-upload-pack '--upload-pack=touch /tmp/pwned'", 2, "bad repository name"},
+		{"alice", "git-upload-pack --upload-pack=id demo", 2, "exactly one repository"},
+		{"alice", "git-upload-pack -- demo", 2, "exactly one repository"},
+		{"alice", "git-upload-pack 'demo' ; touch /tmp/pwned", 2, "shell syntax"},
+		{"alice", "git-upload-pack 'demo';id", 2, "shell syntax"},
+		{"alice", "git-upload-pack $(touch /tmp/pwned)", 2, "shell syntax"},
+		{"alice", "git-upload-pack `id`", 2, "shell syntax"},
+		{"alice", "git-upload-pack \"$(id)\"", 2, "shell syntax"},
+		{"alice", "git-upload-pack demo | sh", 2, "shell syntax"},
+		{"alice", "git-upload-pack demo && sh", 2, "shell syntax"},
+		{"alice", "git-upload-pack demo > /tmp/x", 2, "shell syntax"},
+		{"alice", "git-upload-pack 'demo'\ntouch /tmp/pwned", 2, "newline"},
+		{"alice", "git-upload-pack 'demo\x00x'", 2, "NUL"},
+		{"alice", "git-upload-pack 'demo", 2, "unbalanced"},
+		{"alice", "git-upload-pack \"demo", 2, "unbalanced"},
+		{"alice", "git-upload-pack '" + strings.Repeat("a", 1<<20) + "'", 2, "too long"},
+		{"alice", "git-upload-pack ''", 2, "empty"},
+		{"alice", "git-upload-pack '/'", 2, "empty"},
+		{"alice", "git-upload-pack", 2, "exactly one repository"},
+		{"alice", "git-upload-pack demo demo", 2, "exactly one repository"},
+		{"alice", "git-upload-pack 'demo\\x'", 2, "backslash"},
+		{"alice", "git-upload-pack '.hidden'", 2, "starts with ."},
+		{"alice", "git-upload-pack 'demo.git/objects'", 4, "not found"},
+		{"alice", "git-upload-pack 'demo\x1b[2J'", 2, "control character"},
+		{"alice", "scp -t /tmp", 2, "unknown command"},
+		{"alice", "sh -c id", 2, "unknown command"},
+		{"alice", "rsync --server . /", 2, "unknown command"},
+		{"alice", "bash", 2, "unknown command"},
+		{"alice", "git-shell -c id", 2, "unknown git command"},
+		{"alice", "git config core.sshCommand id", 2, "unknown git command"},
+		{"alice", "git-upload-pack-evil demo", 2, "unknown git command"},
+		{"alice", "git", 2, "unknown git command"},
+		// Access: a private repository looks exactly like a missing one.
+		{"bob", "git-upload-pack 'secret.git'", 4, "repository secret not found"},
+		{"bob", "git-upload-pack 'nothere.git'", 4, "repository nothere not found"},
+		{"bob", "git-receive-pack 'demo.git'", 5, "permission denied"},
+		{"bob", "git-receive-pack 'org/pub.git'", 5, "permission denied"},
+		{"bob", "git-receive-pack 'secret.git'", 4, "repository secret not found"},
+		// Principals.
+		{"gone", "git-upload-pack 'org/pub.git'", 5, "principal gone is disabled"},
+		{"carol", "git-upload-pack 'org/pub.git'", 5, "principal carol does not exist"},
+		{"Bad;Name", "whoami", 2, "bad principal name"},
+		{"local", "whoami", 2, "reserved"},
+	} {
+		res := f.run(t, tc.who, tc.cmd, nil)
+		name := tc.who + " " + clip(tc.cmd)
+		if len(name) > 80 {
+			name = name[:80]
+		}
+		if res.code != tc.code {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", name, res.code, tc.code, res.stderr)
+		}
+		if len(res.execs) != 0 {
+			t.Errorf("%q: ran %q", name, res.execs)
+		}
+		if strings.Count(res.stderr, "\n") != 1 || !strings.HasSuffix(res.stderr, "\n") || !strings.Contains(res.stderr, tc.msg) || len(res.stderr) > 400 {
+			t.Errorf("%q: stderr %q, want one line with %q", name, res.stderr, tc.msg)
+		}
+		if res.stdout != "" {
+			t.Errorf("%q: stdout %q", name, res.stdout)
+		}
+	}
+	// The refusals for a private and a missing repository differ only in the name.
+	a := f.run(t, "bob", "git-upload-pack secret", nil)
+	b := f.run(t, "bob", "git-upload-pack nothere", nil)
+	if strings.Replace(a.stderr, "secret", "X", 1) != strings.Replace(b.stderr, "nothere", "X", 1) || a.code != b.code {
+		t.Errorf("private %q (%d) differs from missing %q (%d)", a.stderr, a.code, b.stderr, b.code)
+	}
+}
+
+// With ExposeAuthInfo, serve checks the key sshd used still belongs to the
+// principal: a stale authorized_keys line is not enough.
+func TestUserAuthKey(t *testing.T) {
+	f := setup(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fields := func(k string) string { return strings.Join(strings.Fields(k)[:2], " ") }
+	for _, tc := range []struct {
+		name, auth string
+		code       int
+		msg        string
+	}{
+		{"own key", write("a", "publickey "+fields(aliceKey)+"\n"), 0, ""},
+		{"another's key", write("b", "publickey "+fields(bobKey)+"\n"), 5, "no longer belongs to alice"},
+		{"no key", write("c", "password\n"), 5, "not authenticated with a public key"},
+		{"unreadable", filepath.Join(dir, "missing"), 5, "cannot read"},
+	} {
+		res := f.run(t, "alice", "whoami", func(r *Request) { r.UserAuth = tc.auth })
+		if res.code != tc.code || !strings.Contains(res.stderr, tc.msg) {
+			t.Errorf("%s: exit %d stderr %q, want %d %q", tc.name, res.code, res.stderr, tc.code, tc.msg)
+		}
+	}
+	// Removing the key makes the same login fail.
+	if _, err := principals.RemoveKey(context.Background(), f.db, f.aliceFP); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(t, "alice", "whoami", func(r *Request) { r.UserAuth = filepath.Join(dir, "a") })
+	if res.code != 5 || !strings.Contains(res.stderr, "no longer belongs to alice") {
+		t.Errorf("removed key: exit %d stderr %q", res.code, res.stderr)
+	}
+}
+
+func TestVerbsAndGreeting(t *testing.T) {
+	f := setup(t)
+	res := f.run(t, "alice", "", nil)
+	if res.code != 0 || !strings.Contains(res.stdout, "hello alice") || !strings.Contains(res.stdout, "write  demo") ||
+		!strings.Contains(res.stdout, "read   org/pub") || strings.Contains(res.stdout, "secret") {
+		t.Errorf("greeting: exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	}
+	res = f.run(t, "alice", "whoami --json", nil)
+	if res.code != 0 || !strings.Contains(res.stdout, `"principal": "alice"`) || !strings.Contains(res.stdout, `"level": "write"`) {
+		t.Errorf("whoami: exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	}
+	res = f.run(t, "bob", "repo list", nil)
+	if res.code != 0 || res.stdout != "demo\tprivate\tread\t\nevil\tpublic\tread\t\norg/pub\tpublic\tread\t\n" {
+		t.Errorf("repo list: exit %d stdout %q stderr %q", res.code, res.stdout, res.stderr)
+	}
+	res = f.run(t, "bob", "hooks commit-msg", nil)
+	if res.code != 0 || !strings.HasPrefix(res.stdout, "#!") {
+		t.Errorf("hooks commit-msg: exit %d stdout %.40q", res.code, res.stdout)
+	}
+}
