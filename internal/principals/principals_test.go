@@ -45,18 +45,18 @@ func TestParseKey(t *testing.T) {
 		t.Errorf("ParseKey = %+v", k)
 	}
 	for in, why := range map[string]string{
-		"":                                      "want",
-		"ssh-ed25519":                           "want",
-		edKey + "\nssh-ed25519 AAAA":            "newline",
-		edKey + "\r":                            "newline",
-		`command="sh" ` + edKey:                 "not base64",
-		`restrict ` + edKey:                     "not base64",
-		"ssh-rsa " + strings.Fields(edKey)[1]:   "does not match",
+		"":                                       "want",
+		"ssh-ed25519":                            "want",
+		edKey + "\nssh-ed25519 AAAA":             "newline",
+		edKey + "\r":                             "newline",
+		`command="sh" ` + edKey:                  "not base64",
+		`restrict ` + edKey:                      "not base64",
+		"ssh-rsa " + strings.Fields(edKey)[1]:    "does not match",
 		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG": "bad public key",
-		"ssh-ed25519 !!!!":                      "not base64",
-		rsa1024:                                 "at least 2048",
-		edKey + " \x1b[2J":                      "control character",
-		strings.Repeat("a", MaxKeyLine+1):       "too long",
+		"ssh-ed25519 !!!!":                       "not base64",
+		rsa1024:                                  "at least 2048",
+		edKey + " \x1b[2J":                       "control character",
+		strings.Repeat("a", MaxKeyLine+1):        "too long",
 	} {
 		_, err := ParseKey(in)
 		if err == nil || !strings.Contains(err.Error(), why) || fault.KindOf(err) != fault.Usage {
