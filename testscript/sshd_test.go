@@ -378,7 +378,7 @@ func cmdGitDaemonStart(ts *testscript.TestScript, neg bool, args []string) {
 	logf, err := os.Create(logPath)
 	ts.Check(err)
 	cmd := exec.Command("git", "daemon", "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--reuseaddr",
-		"--base-path="+repos, "--pid-file="+filepath.Join(dir, "daemon.pid"), "--informative-errors", repos)
+		"--base-path="+repos, "--pid-file="+filepath.Join(dir, "daemon.pid"), repos)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1"}
 	ts.Check(cmd.Start())
