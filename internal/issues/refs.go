@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -21,15 +22,18 @@ type Ref struct {
 
 // refRE finds REPO#PREFIX not glued to a preceding name, path or URL
 // character (so https://host/page#abcd1234 is not a reference) and ending at
-// a word boundary.
-var refRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*)#([0-9A-Fa-f]{4,64})\b`)
+// a word boundary. Compiled on first use: collab-hook starts once per ssh
+// command, and most never parse a body.
+var refRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*)#([0-9a-f]{4,64})\b`)
+})
 
 // ParseRefs returns the distinct references in body, in order of first
 // appearance. Names that are not valid repository names are skipped.
 func ParseRefs(body string) []Ref {
 	var out []Ref
 	seen := map[Ref]bool{}
-	for _, m := range refRE.FindAllStringSubmatch(body, -1) {
+	for _, m := range refRE().FindAllStringSubmatch(body, -1) {
 		key, err := reponame.Key(m[1])
 		if err != nil {
 			continue
