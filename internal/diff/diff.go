@@ -230,66 +230,6 @@ func diffArgs(lim Limits) []string {
 	}
 }
 
-// replay applies from's changes onto base in the scratch index and returns
-// the resulting tree, or the conflicting paths (non-nil, maybe empty when
-// git named none) when the replay did not apply.
-func (g git) replay(ctx context.Context, from Range, base string) (tree string, conflicts []string, err error) {
-	if _, err := g.run(ctx, nil, "read-tree", base); err != nil {
-		return "", nil, err
-	}
-	// git diff | git apply, joined by an OS pipe: the patch (which may
-	// carry a huge blob) never passes through this process.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return "", nil, fmt.Errorf("pipe: %w", err)
-	}
-	produce := g.cmd(ctx, "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
-		"diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
-		"--src-prefix=a/", "--dst-prefix=b/", from.Base, from.Commit, "--")
-	produce.Stdout = pw
-	var perr, aerr bytes.Buffer
-	produce.Stderr = &limitedBuffer{max: 64 << 10, b: &perr}
-	apply := g.cmd(ctx, "apply", "--cached", "--3way", "--allow-empty", "--whitespace=nowarn")
-	apply.Stdin = pr
-	apply.Stderr = &limitedBuffer{max: 64 << 10, b: &aerr}
-	if err := produce.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return "", nil, fmt.Errorf("git diff: %w", err)
-	}
-	pw.Close()
-	if err := apply.Start(); err != nil {
-		pr.Close()
-		_ = produce.Wait()
-		return "", nil, fmt.Errorf("git apply: %w", err)
-	}
-	pr.Close()
-	applyErr := apply.Wait()
-	produceErr := produce.Wait()
-	if produceErr != nil && applyErr == nil {
-		return "", nil, fmt.Errorf("git diff %s..%s: %w: %s", from.Base, from.Commit, produceErr, strings.TrimSpace(perr.String()))
-	}
-	if ctx.Err() != nil {
-		return "", nil, ctx.Err()
-	}
-	unmerged, err := g.run(ctx, nil, "ls-files", "-z", "--unmerged")
-	if err != nil {
-		return "", nil, err
-	}
-	conflicts = unmergedPaths(unmerged)
-	if applyErr != nil || len(conflicts) > 0 {
-		if conflicts == nil {
-			conflicts = []string{}
-		}
-		return "", conflicts, nil
-	}
-	out, err := g.run(ctx, nil, "write-tree")
-	if err != nil {
-		return "", []string{}, nil
-	}
-	return strings.TrimSpace(out), nil, nil
-}
-
 // unmergedPaths reads ls-files -z --unmerged: "MODE OID STAGE\tPATH\0".
 func unmergedPaths(out string) []string {
 	var paths []string

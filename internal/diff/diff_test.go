@@ -333,3 +333,70 @@ func TestHugeRevisionIsTruncated(t *testing.T) {
 		t.Fatalf("interdiff: files %d truncated %v", d.Files, d.Truncated)
 	}
 }
+
+// TestRebasedRevisionHasEmptyInterdiff: a revision that is only the
+// previous one rebased onto a moved base shows an empty interdiff, however
+// the author's and the base's changes relate (the replay carries paths over
+// in the index or merges them three-way).
+func TestRebasedRevisionHasEmptyInterdiff(t *testing.T) {
+	tests := []struct {
+		name   string
+		author func(r *repo)
+		base   func(r *repo)
+	}{
+		{"disjoint files",
+			func(r *repo) { r.write(map[string]string{"f": lines(20, map[int]string{2: "author"})}) },
+			func(r *repo) { r.write(map[string]string{"g": lines(20, map[int]string{2: "base"})}) }},
+		{"same file, apart",
+			func(r *repo) { r.write(map[string]string{"f": lines(20, map[int]string{2: "author"})}) },
+			func(r *repo) { r.write(map[string]string{"f": lines(20, map[int]string{18: "base"})}) }},
+		{"rename while the base edits the file",
+			func(r *repo) {
+				r.git("mv", "f", "h")
+				r.write(map[string]string{"h": lines(20, map[int]string{2: "author"})})
+			},
+			func(r *repo) { r.write(map[string]string{"f": lines(20, map[int]string{18: "base"})}) }},
+		{"add in a new directory, delete a file",
+			func(r *repo) {
+				r.write(map[string]string{"dir/x": "x\n"})
+				r.git("rm", "-q", "g")
+			},
+			func(r *repo) { r.write(map[string]string{"other": "o\n"}) }},
+		{"file becomes a directory",
+			func(r *repo) {
+				r.git("rm", "-q", "g")
+				r.write(map[string]string{"g/inner": "i\n"})
+			},
+			func(r *repo) { r.write(map[string]string{"f": lines(20, map[int]string{18: "base"})}) }},
+		{"base already has part of it",
+			func(r *repo) {
+				r.write(map[string]string{"f": lines(20, map[int]string{2: "author"}), "g": lines(20, map[int]string{5: "shared"})})
+			},
+			func(r *repo) { r.write(map[string]string{"g": lines(20, map[int]string{5: "shared"})}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRepo(t)
+			base1 := r.commit("base", map[string]string{"f": lines(20, nil), "g": lines(20, nil)})
+			r.git("checkout", "-q", "-b", "topic")
+			tt.author(r)
+			c1 := r.commit("author", nil)
+			r.git("checkout", "-q", "main")
+			tt.base(r)
+			base2 := r.commit("base moves", nil)
+			r.git("checkout", "-q", "topic")
+			r.git("rebase", "-q", "main")
+			c2 := r.git("rev-parse", "HEAD")
+			if plain := r.git("diff", c1, c2); plain == "" && tt.name != "base already has part of it" {
+				t.Fatalf("setup: the trees do not differ by the base's change:\n%s", plain)
+			}
+			d, err := Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Conflict || d.Text != "" {
+				t.Fatalf("want an empty interdiff, got conflict=%v notes=%q:\n%s", d.Conflict, d.Notes, d.Text)
+			}
+		})
+	}
+}
