@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# make demo: a whole forge on 127.0.0.1 — a private sshd whose keys run
+# collab-hook's forced command, git daemon for public repositories, and
+# collab-web — with a demo principal, its key and a sample public repository
+# holding a commit. It prints the exact commands to try, then runs in the
+# foreground until Ctrl-C.
+#
+#   scripts/demo.sh [--background] [--stop] [--fresh]
+#
+# Ports: DEMO_SSH_PORT (default 2222), DEMO_WEB_PORT (8080), DEMO_GIT_PORT
+# (9418); a port already taken is replaced by a free one. State lives in
+# ./demo/ (DEMO_DIR), binaries come from ./bin (make build).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+top=$PWD
+bin=$top/bin
+dir=${DEMO_DIR:-$top/demo}
+background=no
+fresh=no
+for a in "$@"; do
+	case "$a" in
+	--background) background=yes ;;
+	--fresh) fresh=yes ;;
+	--stop) ;;
+	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	*) echo "demo.sh: unknown argument $a" >&2; exit 2 ;;
+	esac
+done
+
+stop_previous() {
+	[ -f "$dir/pids" ] || return 0
+	while read -r pid; do
+		kill "$pid" 2>/dev/null || true
+	done < "$dir/pids"
+	rm -f "$dir/pids"
+	sleep 0.3
+}
+stop_previous
+if [[ " $* " == *" --stop "* ]]; then
+	echo "demo stopped"
+	exit 0
+fi
+
+for b in collab-hook collab-web; do
+	[ -x "$bin/$b" ] || { echo "demo.sh: $bin/$b missing; run make build" >&2; exit 1; }
+done
+if [ ! -x /usr/sbin/sshd ]; then
+	[ "$(id -u)" = 0 ] || { echo "demo.sh: openssh-server is missing and installing it needs root" >&2; exit 1; }
+	# Keep the package from starting a system sshd on port 22.
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+		chmod +x /usr/sbin/policy-rc.d
+	fi
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssh-server
+fi
+command -v git >/dev/null || { echo "demo.sh: git is missing" >&2; exit 1; }
+
+free_port() { # PREFERRED: the port if nothing listens there, else a free one
+	local p=$1
+	for _ in $(seq 50); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+		p=$((20000 + RANDOM % 40000))
+	done
+	echo "demo.sh: no free port found" >&2
+	exit 1
+}
+ssh_port=$(free_port "${DEMO_SSH_PORT:-2222}")
+web_port=$(free_port "${DEMO_WEB_PORT:-8080}")
+git_port=$(free_port "${DEMO_GIT_PORT:-9418}")
+
+[ "$fresh" = yes ] && rm -rf "$dir"
+mkdir -p "$dir"
+root=$dir/root
+me=$(id -un)
+ssh_url="ssh://$me@127.0.0.1:$ssh_port"
+web_url="http://127.0.0.1:$web_port"
+hook() { "$bin/collab-hook" --root "$root" "$@"; }
+
+# The forge, its demo principal and key, a public repository with a commit.
+hook init --url "$web_url" --ssh "$ssh_url" >/dev/null
+hook config set url "$web_url"
+hook config set ssh "$ssh_url"
+[ -f "$dir/id_demo" ] || ssh-keygen -q -t ed25519 -N '' -C demo@collab -f "$dir/id_demo"
+hook user add demo >/dev/null 2>&1 || true
+hook key add demo "$(cat "$dir/id_demo.pub")" >/dev/null
+if [ ! -d "$root/repos/demo.git" ]; then
+	hook repo create demo --public --description "collab's demo repository" >/dev/null
+	src=$(mktemp -d)
+	git -C "$src" init -q -b main
+	printf '# demo\n\nA repository to try collab with.\n' > "$src/README.md"
+	git -C "$src" add README.md
+	git -C "$src" -c user.name=Demo -c user.email=demo@collab commit -q -m "Start the demo"
+	git -C "$src" push -q "$root/repos/demo.git" HEAD:refs/heads/main
+	# git init --bare names HEAD after the machine's init.defaultBranch.
+	git --git-dir "$root/repos/demo.git" symbolic-ref HEAD refs/heads/main
+	rm -rf "$src"
+	SSH_ORIGINAL_COMMAND="issue new demo --title 'Try collab' --body 'Claim me with: lease acquire demo ID'" \
+		hook serve --as demo >/dev/null || true
+fi
+hook grant demo demo write >/dev/null
+
+# A private sshd: keys from collab-hook authorized-keys, each one a forced
+# command; the login user is whoever runs the demo.
+hostkey=$dir/ssh_host_ed25519_key
+[ -f "$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C demo-host -f "$hostkey"
+hook authorized-keys > "$dir/authorized_keys"
+chmod 600 "$dir/authorized_keys"
+cat > "$dir/sshd_config" <<EOT
+ListenAddress 127.0.0.1
+HostKey $hostkey
+PidFile $dir/sshd.pid
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+AllowUsers $me
+PermitRootLogin forced-commands-only
+AuthorizedKeysFile $dir/authorized_keys
+StrictModes no
+AcceptEnv GIT_PROTOCOL
+ExposeAuthInfo yes
+DisableForwarding yes
+PermitTTY no
+PrintMotd no
+EOT
+install -d -m 0755 /run/sshd 2>/dev/null || true
+/usr/sbin/sshd -t -f "$dir/sshd_config" -p "$ssh_port"
+echo "[127.0.0.1]:$ssh_port $(cut -d' ' -f1,2 "$hostkey.pub")" > "$dir/known_hosts"
+cat > "$dir/ssh" <<EOT
+#!/bin/sh
+# ssh as the demo principal (what GIT_SSH_COMMAND runs)
+exec ssh -F /dev/null -i $dir/id_demo -o IdentitiesOnly=yes -o UserKnownHostsFile=$dir/known_hosts -o StrictHostKeyChecking=yes -o LogLevel=ERROR "\$@"
+EOT
+chmod +x "$dir/ssh"
+
+: > "$dir/pids"
+start() { # NAME CMD…: start CMD in the background, logging to demo/NAME.log
+	local name=$1; shift
+	"$@" > "$dir/$name.log" 2>&1 &
+	echo $! >> "$dir/pids"
+}
+start sshd /usr/sbin/sshd -D -e -f "$dir/sshd_config" -p "$ssh_port"
+start git-daemon git daemon --listen=127.0.0.1 --port="$git_port" --reuseaddr \
+	--base-path="$root/repos" --pid-file="$dir/git-daemon.pid" "$root/repos"
+start collab-web "$bin/collab-web" --root "$root" --listen "127.0.0.1:$web_port" --url "$web_url"
+
+cleanup() { stop_previous; echo; echo "demo stopped"; }
+wait_port() { # PORT NAME
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "demo.sh: $2 did not start; see $dir/$2.log:" >&2
+	tail -20 "$dir/$2.log" >&2
+	cleanup
+	exit 1
+}
+wait_port "$ssh_port" sshd
+wait_port "$git_port" git-daemon
+wait_port "$web_port" collab-web
+
+cat <<EOT
+
+collab demo is up (state in $dir):
+  ssh        $ssh_url   (forced command: collab-hook serve --as demo)
+  git daemon git://127.0.0.1:$git_port   (public repositories, read-only)
+  web        $web_url/
+
+Try, from another shell:
+  export GIT_SSH_COMMAND=$dir/ssh
+  \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1                 # greets the demo principal
+  git clone $ssh_url/demo.git && cd demo
+  echo hello >> README.md && git commit -qam 'Say hello'
+  git push origin HEAD:refs/heads/main
+  git commit -q --allow-empty -m 'Something to review' && git push origin HEAD:refs/for/main
+  \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1 "issue new demo --title 'Two words'"
+  \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1 issue list demo
+  git clone git://127.0.0.1:$git_port/demo.git demo-anon
+  curl -s $web_url/healthz
+
+EOT
+
+if [ "$background" = yes ]; then
+	echo "running in the background; stop with: scripts/demo.sh --stop"
+	exit 0
+fi
+trap 'cleanup; exit 0' INT TERM
+echo "Ctrl-C stops the demo."
+wait
