@@ -57,6 +57,8 @@ CREATE TABLE issues (
   UNIQUE (repo, id)
 ) STRICT;
 CREATE INDEX issues_by_state ON issues(repo, state, seq);
+-- The web's "all states" list, newest first, without a sort of the whole repository.
+CREATE INDEX issues_by_repo ON issues(repo, seq);
 
 CREATE TABLE comments (
   seq        INTEGER PRIMARY KEY,
