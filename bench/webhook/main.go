@@ -25,6 +25,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -40,9 +41,17 @@ func main() {
 	nsubs := flag.Int("subs", 10, "subscriptions (one receiver each)")
 	nlat := flag.Int("latency", 300, "events for the latency run, one every 20 ms")
 	poll := flag.Duration("poll", 0, "dispatcher poll interval (0: the default)")
+	prof := flag.String("cpuprofile", "", "write a CPU profile here")
 	flag.Parse()
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := run(*n, *nsubs, *nlat, *poll); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/webhook:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

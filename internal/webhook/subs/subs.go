@@ -396,57 +396,76 @@ type Outcome struct {
 	NextAt time.Time
 }
 
-// Record writes one attempt of event ev to subscription hookID, in one
-// transaction: the delivery row (made on the first attempt, with its retry
-// window starting at the event's time), the attempt log, and the cursor,
-// which moves past ev so that the log is never read twice for it.
-// deliveryID is 0 for an event taken from the log.
-func Record(ctx context.Context, db *store.DB, hookID, deliveryID int64, ev events.Event, o Outcome) error {
+// Record is one attempt to write down: of event Event to subscription
+// Hook, as pending delivery Delivery (0 for an event taken from the log).
+type Record struct {
+	Hook     int64
+	Delivery int64
+	Event    events.Event
+	Outcome  Outcome
+}
+
+// Write records attempts in one transaction: for each, the delivery row
+// (made on the first attempt, its retry window starting at the event's
+// time), the attempt log, and the cursor, which moves past the event so
+// that the log is never read twice for it. The dispatcher groups the
+// attempts of all subscriptions that finish together into one commit.
+func Write(ctx context.Context, db *store.DB, recs []Record) error {
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		for _, r := range recs {
+			if err := record(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func record(ctx context.Context, tx *sql.Tx, r Record) error {
+	o, ev, id := r.Outcome, r.Event, r.Delivery
 	var next any
 	if o.State == "pending" {
 		next = store.FormatTime(o.NextAt)
 	}
 	at := store.FormatTime(o.At)
-	return db.Write(ctx, func(tx *sql.Tx) error {
-		if deliveryID == 0 {
-			rows, err := tx.QueryContext(ctx, `
-				INSERT INTO deliveries(webhook_id, event_id, state, attempts, next_at, created_at, started_at)
-				VALUES (?, ?, ?, 1, ?, ?, ?)
-				ON CONFLICT (webhook_id, event_id) DO UPDATE SET state = excluded.state,
-					attempts = attempts + 1, next_at = excluded.next_at
-				RETURNING id`, hookID, ev.ID, o.State, next, at, ev.At)
-			if err != nil {
-				return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
-			}
-			// Read RETURNING to the end: an open statement stops WAL checkpoints.
-			for rows.Next() {
-				if err := rows.Scan(&deliveryID); err != nil {
-					rows.Close()
-					return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
-				}
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-				return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
-			}
-		} else {
-			_, err := tx.ExecContext(ctx,
-				"UPDATE deliveries SET state = ?, attempts = attempts + 1, next_at = ? WHERE id = ?", o.State, next, deliveryID)
-			if err != nil {
-				return fmt.Errorf("record delivery %d: %w", deliveryID, err)
-			}
-		}
-		var status any
-		if o.Status != 0 {
-			status = o.Status
-		}
-		_, err := tx.ExecContext(ctx,
-			"INSERT INTO delivery_attempts(delivery_id, at, status, duration_ms, error) VALUES (?, ?, ?, ?, ?)",
-			deliveryID, at, status, o.Duration.Milliseconds(), o.Error)
+	if id == 0 {
+		rows, err := tx.QueryContext(ctx, `
+			INSERT INTO deliveries(webhook_id, event_id, state, attempts, next_at, created_at, started_at)
+			VALUES (?, ?, ?, 1, ?, ?, ?)
+			ON CONFLICT (webhook_id, event_id) DO UPDATE SET state = excluded.state,
+				attempts = attempts + 1, next_at = excluded.next_at
+			RETURNING id`, r.Hook, ev.ID, o.State, next, at, ev.At)
 		if err != nil {
-			return fmt.Errorf("log attempt of delivery %d: %w", deliveryID, err)
+			return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
 		}
-		return advance(ctx, tx, hookID, ev.ID)
-	})
+		// Read RETURNING to the end: an open statement stops WAL checkpoints.
+		for rows.Next() {
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)
+		}
+	} else {
+		_, err := tx.ExecContext(ctx,
+			"UPDATE deliveries SET state = ?, attempts = attempts + 1, next_at = ? WHERE id = ?", o.State, next, id)
+		if err != nil {
+			return fmt.Errorf("record delivery %d: %w", id, err)
+		}
+	}
+	var status any
+	if o.Status != 0 {
+		status = o.Status
+	}
+	_, err := tx.ExecContext(ctx,
+		"INSERT INTO delivery_attempts(delivery_id, at, status, duration_ms, error) VALUES (?, ?, ?, ?, ?)",
+		id, at, status, o.Duration.Milliseconds(), o.Error)
+	if err != nil {
+		return fmt.Errorf("log attempt of delivery %d: %w", id, err)
+	}
+	return advance(ctx, tx, r.Hook, ev.ID)
 }
 
 // Advance moves subscription hookID's cursor forward to id (never back),
