@@ -230,7 +230,14 @@ func (env *Env) patchShow(c *cli.Context) error {
 
 func printPatch(w io.Writer, p patchShowJSON) {
 	fmt.Fprintf(w, "patch %s: %s\n", p.ID, p.Title)
-	fmt.Fprintf(w, "state %s · author %s · target %s · %d revision%s\n", p.State, p.Author, p.Base, len(p.Revisions), plural(len(p.Revisions)))
+	draft := ""
+	if p.Draft {
+		draft = " · draft"
+	}
+	fmt.Fprintf(w, "state %s%s · author %s · target %s · %d revision%s\n", p.State, draft, p.Author, p.Base, len(p.Revisions), plural(len(p.Revisions)))
+	if p.Topic != "" {
+		fmt.Fprintf(w, "topic: %s\n", p.Topic)
+	}
 	if p.URL != "" {
 		fmt.Fprintln(w, p.URL)
 	}
