@@ -151,6 +151,14 @@ func (env *Env) patchTarget(ctx context.Context, repoName, prefix string, need a
 	return key, id, err
 }
 
+// logPatch records a change made to a patch, with the journal's fields.
+func (env *Env) logPatch(ctx context.Context, msg, key, id string, args ...any) {
+	if env.Log == nil {
+		return
+	}
+	env.Log.InfoContext(ctx, msg, append([]any{"REPO", key, "PATCH", id, "OUTCOME", "ok"}, args...)...)
+}
+
 func (env *Env) repoDir(key string) (string, error) {
 	return reponame.Dir(env.Root.ReposDir(), key)
 }
@@ -453,6 +461,7 @@ func (env *Env) patchReview(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.logPatch(c.Context, "review posted", key, id, "review", r.ID, "verdict", r.Verdict, "revision", r.Revision)
 	revs, err := patches.Revisions(c.Context, env.DB.R(), key, id)
 	if err != nil {
 		return err
@@ -480,6 +489,7 @@ func (env *Env) patchSetState(c *cli.Context, state string) error {
 	if err != nil {
 		return err
 	}
+	env.logPatch(c.Context, "patch state set", key, id, "state", state, "changed", changed)
 	p, err := patches.Get(c.Context, env.DB.R(), key, id)
 	if err != nil {
 		return err
@@ -511,6 +521,7 @@ func (env *Env) patchMerge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.logPatch(c.Context, "merge recorded by hand", key, id, "NEW_OID", m.Commit, "REF", "refs/heads/"+m.Branch)
 	p, err := patches.Get(c.Context, env.DB.R(), key, id)
 	if err != nil {
 		return err
