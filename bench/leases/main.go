@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -204,7 +205,7 @@ func race(bin, root string, procs, rounds int) error {
 		}
 		return f[1], nil
 	}
-	var one, many, floor stats
+	var one, many, floor, oneCPU, manyCPU, floorCPU stats
 	for r := 0; r < rounds; r++ {
 		id, err := newIssue()
 		if err != nil {
@@ -214,7 +215,7 @@ func race(bin, root string, procs, rounds int) error {
 		for i := range cmds {
 			cmds[i] = serve(fmt.Sprintf("w%d", i), "lease acquire bench "+id+" --ttl 10m")
 		}
-		wall, codes, busy, err := startAll(cmds)
+		wall, codes, busy, err := startAll(cmds, &oneCPU)
 		if err != nil {
 			return err
 		}
@@ -230,7 +231,7 @@ func race(bin, root string, procs, rounds int) error {
 			}
 			cmds[i] = serve(fmt.Sprintf("w%d", i), "lease acquire bench "+id+" --ttl 10m")
 		}
-		wall, codes, busy, err = startAll(cmds)
+		wall, codes, busy, err = startAll(cmds, &manyCPU)
 		if err != nil {
 			return err
 		}
@@ -242,22 +243,25 @@ func race(bin, root string, procs, rounds int) error {
 		for i := range cmds {
 			cmds[i] = exec.Command("git", "--version")
 		}
-		if wall, _, _, err = startAll(cmds); err != nil {
+		if wall, _, _, err = startAll(cmds, &floorCPU); err != nil {
 			return err
 		}
 		floor = append(floor, wall)
 	}
 	fmt.Printf("%d collab-hook serve processes started at once, %d rounds (median wall, first start to last exit):\n", procs, rounds)
-	fmt.Printf("  %-34s %s   (1 winner, %d exit 3, 0 SQLITE_BUSY every round)\n", "one issue", ms(one.pct(0.5)), procs-1)
-	fmt.Printf("  %-34s %s   (all %d won, 0 SQLITE_BUSY)\n", fmt.Sprintf("%d issues", procs), ms(many.pct(0.5)), procs)
-	fmt.Printf("  %-34s %s\n", fmt.Sprintf("floor: %d x git --version", procs), ms(floor.pct(0.5)))
+	fmt.Printf("  %-34s %s   CPU per process %s   (1 winner, %d exit 3, 0 SQLITE_BUSY every round)\n", "one issue", ms(one.pct(0.5)), ms(oneCPU.pct(0.5)), procs-1)
+	fmt.Printf("  %-34s %s   CPU per process %s   (all %d won, 0 SQLITE_BUSY)\n", fmt.Sprintf("%d issues", procs), ms(many.pct(0.5)), ms(manyCPU.pct(0.5)), procs)
+	fmt.Printf("  %-34s %s   CPU per process %s\n", fmt.Sprintf("floor: %d x git --version", procs), ms(floor.pct(0.5)), ms(floorCPU.pct(0.5)))
+	fmt.Printf("  %d cores: CPU-bound lower bound of the one-issue race %s\n", runtime.NumCPU(),
+		ms(oneCPU.pct(0.5)*time.Duration(procs)/time.Duration(runtime.NumCPU())))
 	fmt.Printf("  one issue / floor: %.2fx; goal <= 150 ms: %v\n", float64(one.pct(0.5))/float64(floor.pct(0.5)), one.pct(0.5) <= 150*time.Millisecond)
 	return nil
 }
 
 // startAll starts every command, waits for all, and returns the wall time,
-// a count of exit codes and how many printed SQLITE_BUSY or "locked".
-func startAll(cmds []*exec.Cmd) (time.Duration, map[int]int, int, error) {
+// a count of exit codes and how many printed SQLITE_BUSY or "locked"; it
+// adds the CPU time the processes used to *cpu.
+func startAll(cmds []*exec.Cmd, cpu *stats) (time.Duration, map[int]int, int, error) {
 	errs := make([]bytes.Buffer, len(cmds))
 	for i, c := range cmds {
 		c.Stderr = &errs[i]
@@ -279,6 +283,7 @@ func startAll(cmds []*exec.Cmd) (time.Duration, map[int]int, int, error) {
 	busy := 0
 	for i, c := range cmds {
 		codes[c.ProcessState.ExitCode()]++
+		*cpu = append(*cpu, c.ProcessState.UserTime()+c.ProcessState.SystemTime())
 		s := strings.ToLower(errs[i].String())
 		if strings.Contains(s, "busy") || strings.Contains(s, "locked") {
 			busy++
