@@ -68,6 +68,7 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 	if err != nil {
 		return res, err
 	}
+	loaded := time.Now()
 	res.Records, res.Skipped = len(recs), skipped
 	cur, err := g.records(ctx)
 	if err != nil {
@@ -113,6 +114,7 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 			"records", res.Records, "DURATION_MS", time.Since(start).Milliseconds())
 		return res, nil
 	}
+	built := time.Now()
 	if len(maybe) > 0 {
 		missing, err := g.missing(ctx, maybe)
 		if err != nil {
@@ -124,12 +126,15 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 		return res, err
 	}
 	res.Objects = len(fresh)
+	stored := time.Now()
 	if _, err := g.run(ctx, &updates, "update-ref", "-m", "collab export", "--stdin"); err != nil {
 		return res, fmt.Errorf("move export refs (another export running?): %w", err)
 	}
 	x.log().InfoContext(ctx, "export", "REPO", repo, "OUTCOME", "updated",
 		"records", res.Records, "updated", len(res.Updated), "objects", res.Objects,
-		"DURATION_MS", time.Since(start).Milliseconds())
+		"DURATION_MS", time.Since(start).Milliseconds(), "load_ms", loaded.Sub(start).Milliseconds(),
+		"build_ms", built.Sub(loaded).Milliseconds(), "store_ms", stored.Sub(built).Milliseconds(),
+		"refs_ms", time.Since(stored).Milliseconds())
 	return res, nil
 }
 

@@ -117,7 +117,7 @@ func writePack(w io.Writer, objs []object) error {
 	h := sha1.New()
 	mw := io.MultiWriter(w, h)
 	p := packWriter{w: mw}
-	p.z = zlib.NewWriter(&p.zbuf)
+	p.z, _ = zlib.NewWriterLevel(&p.zbuf, zlib.BestSpeed)
 	hdr := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
 	if _, err := mw.Write(hdr); err != nil {
