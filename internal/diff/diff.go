@@ -143,7 +143,7 @@ func Interdiff(ctx context.Context, repoDir string, from, to Range, lim Limits) 
 	g := git{dir: repoDir, env: []string{
 		"GIT_INDEX_FILE=" + scratch + "/index",
 		"GIT_OBJECT_DIRECTORY=" + objects,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + repoObjects,
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + quoteAlternate(repoObjects),
 	}}
 	tree, conflicts, err := g.replay(ctx, from, to.Base)
 	if err != nil {
@@ -178,6 +178,15 @@ func Interdiff(ctx context.Context, repoDir string, from, to Range, lim Limits) 
 }
 
 func short(oid string) string { return oid[:12] }
+
+// quoteAlternate quotes a path for GIT_ALTERNATE_OBJECT_DIRECTORIES, a
+// colon-separated list in which git unquotes C-style "…" entries.
+func quoteAlternate(p string) string {
+	if !strings.ContainsAny(p, ":\"\\") {
+		return p
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(p) + `"`
+}
 
 func clip(s []string, n int) []string {
 	if len(s) <= n {

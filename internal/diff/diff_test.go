@@ -400,3 +400,23 @@ func TestRebasedRevisionHasEmptyInterdiff(t *testing.T) {
 		})
 	}
 }
+
+// A repository path holding ':' or '"' must still serve as the replay's
+// alternate object directory.
+func TestInterdiffOddRepoPath(t *testing.T) {
+	r := newRepo(t)
+	base := r.commit("base", map[string]string{"f": lines(5, nil)})
+	c1 := r.commit("one", map[string]string{"f": lines(5, map[int]string{2: "one"})})
+	c2 := r.commit("two", map[string]string{"f": lines(5, map[int]string{2: "two"})})
+	odd := filepath.Join(t.TempDir(), `a:b"c`)
+	if err := os.Rename(r.gitDir(), odd); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Interdiff(context.Background(), odd, Range{base, c1}, Range{base, c2}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Conflict || !strings.Contains(d.Text, "-one\n+two\n") {
+		t.Fatalf("%+v", d)
+	}
+}
