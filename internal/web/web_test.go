@@ -29,13 +29,12 @@ import (
 // fixture is a forge with a public org/demo (alice and bob write, carol
 // admin), a private secret (alice read), and a patch with two revisions.
 type fixture struct {
-	t       *testing.T
-	srv     *httptest.Server
-	db      *store.DB
-	root    forge.Root
-	tok     map[string]string
-	patch   string
-	fileURL string
+	t     *testing.T
+	srv   *httptest.Server
+	db    *store.DB
+	root  forge.Root
+	tok   map[string]string
+	patch string
 }
 
 func git(t *testing.T, dir string, args ...string) string {
