@@ -140,10 +140,22 @@ func (env *Env) patchView(p patches.Patch) patchJSON {
 	}
 }
 
+// patchRepo turns a client-given repository name into its key after
+// checking that the principal has at least need there (an unreadable
+// repository is reported as missing).
+func (env *Env) patchRepo(ctx context.Context, name string, need access.Level) (string, access.Level, error) {
+	key, err := reponame.Key(name)
+	if err != nil {
+		return "", access.None, err
+	}
+	lvl, err := access.Require(ctx, env.DB.R(), env.Principal, key, need)
+	return key, lvl, err
+}
+
 // patchTarget checks access to the repository named and resolves the patch
 // id prefix in it.
 func (env *Env) patchTarget(ctx context.Context, repoName, prefix string, need access.Level) (key, id string, err error) {
-	key, _, err = env.issueRepo(ctx, repoName, need)
+	key, _, err = env.patchRepo(ctx, repoName, need)
 	if err != nil {
 		return "", "", err
 	}
@@ -174,7 +186,7 @@ func (env *Env) patchList(c *cli.Context) error {
 	if n := c.Int("limit"); n < 1 || n > 1000 {
 		return fault.New(fault.Usage, "bad limit %d: want 1 to 1000", n)
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	key, _, err := env.patchRepo(c.Context, args[0], access.Read)
 	if err != nil {
 		return err
 	}
@@ -209,7 +221,7 @@ func (env *Env) patchShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	key, _, err := env.patchRepo(c.Context, args[0], access.Read)
 	if err != nil {
 		return err
 	}
