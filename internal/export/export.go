@@ -24,7 +24,9 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/collab-forge/collab/internal/store"
@@ -64,6 +66,11 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 	if err := g.checkFormat(ctx); err != nil {
 		return res, err
 	}
+	unlock, err := lock(ctx, filepath.Join(gitDir, "collab-export.lock"))
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	recs, skipped, err := load(ctx, x.DB, repo, now)
 	if err != nil {
 		return res, err
@@ -136,6 +143,29 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 		"build_ms", built.Sub(loaded).Milliseconds(), "store_ms", stored.Sub(built).Milliseconds(),
 		"refs_ms", time.Since(stored).Milliseconds())
 	return res, nil
+}
+
+// lock serialises exports of one repository (the nightly timer and an
+// operator's run), so the second waits and then finds nothing new instead
+// of failing on update-ref's old-value check. Closing the file unlocks.
+func lock(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open export lock: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("take export lock: %w", err)
+		}
+		return func() { f.Close() }, nil
+	case <-ctx.Done():
+		go func() { <-done; f.Close() }()
+		return nil, ctx.Err()
+	}
 }
 
 func (x *Exporter) log() *slog.Logger {

@@ -99,6 +99,7 @@ type want struct {
 	patches  map[string]Patch
 	revs     map[string][]Revision
 	reviews  map[string][]Review
+	states   map[string][]StateChange
 }
 
 func (f *fixture) addIssue(w *want, n int, state string) string {
@@ -140,6 +141,11 @@ func (f *fixture) addPatch(w *want, n int, fixes string, merged bool) string {
 		p.State = "merged"
 		p.Merge = &Merge{Branch: "main", Commit: strings.Repeat("c", 40), By: "bob", At: ts(n + 3)}
 		mb, mc, mby, mat = p.Merge.Branch, p.Merge.Commit, p.Merge.By, p.Merge.At
+		for _, e := range []StateChange{{Kind: "closed", Actor: "ada", At: ts(n + 1)}, {Kind: "reopened", Actor: "ada", At: ts(n + 2)},
+			{Kind: "merged", Actor: "bob", At: ts(n + 3)}} {
+			f.exec(`INSERT INTO patch_events(repo, patch_id, kind, actor, at) VALUES (?, ?, ?, ?, ?)`, repoKey, id, e.Kind, e.Actor, e.At)
+			w.states[id] = append(w.states[id], e)
+		}
 	}
 	f.exec(`INSERT INTO patches(repo, id, title, description, topic, draft, state, author, base, created_at, updated_at,
 		merged_branch, merged_commit, merged_by, merged_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -173,7 +179,8 @@ func (f *fixture) addPatch(w *want, n int, fixes string, merged bool) string {
 // populate fills the database with a small forge's worth of records.
 func (f *fixture) populate() (*want, []string) {
 	w := &want{issues: map[string]Issue{}, comments: map[string][]Comment{}, tenures: map[string][]Tenure{},
-		patches: map[string]Patch{}, revs: map[string][]Revision{}, reviews: map[string][]Review{}}
+		patches: map[string]Patch{}, revs: map[string][]Revision{}, reviews: map[string][]Review{},
+		states: map[string][]StateChange{}}
 	a := f.addIssue(w, 1, "open")
 	b := f.addIssue(w, 2, "closed")
 	c := f.addIssue(w, 3, "open") // no comments, no tenures
@@ -200,7 +207,8 @@ func clone(t *testing.T, src string) string {
 // readBack reads every record from the clone with stock git alone.
 func readBack(t *testing.T, dir string) *want {
 	got := &want{issues: map[string]Issue{}, comments: map[string][]Comment{}, tenures: map[string][]Tenure{},
-		patches: map[string]Patch{}, revs: map[string][]Revision{}, reviews: map[string][]Review{}}
+		patches: map[string]Patch{}, revs: map[string][]Revision{}, reviews: map[string][]Review{},
+		states: map[string][]StateChange{}}
 	for _, ref := range strings.Fields(run(t, dir, "git", "for-each-ref", "--format=%(refname)", "refs/collab/")) {
 		id, _ := recordOf(ref)
 		paths := strings.Fields(run(t, dir, "git", "ls-tree", "-r", "--name-only", ref))
@@ -239,6 +247,10 @@ func readBack(t *testing.T, dir string) *want {
 				var v Review
 				dec(&v)
 				got.reviews[id] = append(got.reviews[id], v)
+			case StatesDir:
+				var v StateChange
+				dec(&v)
+				got.states[id] = append(got.states[id], v)
 			default:
 				t.Errorf("%s: unexpected file %s", ref, p)
 			}
@@ -273,6 +285,7 @@ func TestExportRoundTrip(t *testing.T) {
 		{"patches", got.patches, w.patches},
 		{"revisions", got.revs, w.revs},
 		{"reviews", got.reviews, w.reviews},
+		{"state changes", got.states, w.states},
 	} {
 		if !reflect.DeepEqual(c.got, c.want) {
 			gj, _ := json.MarshalIndent(c.got, "", " ")
@@ -501,7 +514,7 @@ func hashObject(t *testing.T, dir, typ, content string) string {
 }
 
 func TestRecordKeysAreSorted(t *testing.T) {
-	for _, v := range []any{Issue{}, Comment{}, Tenure{}, Patch{}, Merge{}, Revision{}, Review{}} {
+	for _, v := range []any{Issue{}, Comment{}, Tenure{}, Patch{}, Merge{}, Revision{}, Review{}, StateChange{}} {
 		typ := reflect.TypeOf(v)
 		var names []string
 		for i := 0; i < typ.NumField(); i++ {
@@ -719,6 +732,10 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 		}
 	}
 
+	if st := got.states[patchID]; len(st) != 1 || st[0] != (StateChange{Kind: "merged", Actor: "bob", At: p.Merge.At}) {
+		t.Errorf("patch state changes: %+v, want the merge", st)
+	}
+
 	// The sweep recording the run-out tenure changes nothing in the export.
 	if n, err := leases.SweepExpired(f.ctx, f.db, now); err != nil || n != 1 {
 		t.Fatalf("sweep: %d, %v; want 1 tenure recorded", n, err)
@@ -726,5 +743,31 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 	res, err := f.x.Export(f.ctx, repoKey, f.git, now)
 	if err != nil || len(res.Updated) != 0 {
 		t.Fatalf("export after the sweep: %+v, %v", res, err)
+	}
+}
+
+// Two exports of one repository at once: one writes, the other waits and
+// finds nothing new; neither fails.
+func TestConcurrentExports(t *testing.T) {
+	f := newFixture(t)
+	f.populate()
+	errs := make(chan error, 2)
+	results := make(chan Result, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			r, err := f.x.Export(f.ctx, repoKey, f.git, testNow)
+			results <- r
+			errs <- err
+		}()
+	}
+	moved := 0
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		moved += len((<-results).Updated)
+	}
+	if moved != 5 {
+		t.Fatalf("two concurrent exports moved %d refs, want 5 in all", moved)
 	}
 }

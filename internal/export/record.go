@@ -103,6 +103,14 @@ type Review struct {
 	Verdict   string  `json:"verdict"`
 }
 
+// StateChange is states/NNNNNN.json of a patch (NNNNNN: its position, 1
+// first): who closed, reopened or merged it, and when.
+type StateChange struct {
+	Actor string `json:"actor"`
+	At    string `json:"at"`
+	Kind  string `json:"kind"` // closed, reopened, merged
+}
+
 // File names inside a record's tree.
 const (
 	IssueFile   = "issue.json"
@@ -111,6 +119,7 @@ const (
 	TenuresDir  = "tenures"
 	RevisionDir = "revisions"
 	ReviewsDir  = "reviews"
+	StatesDir   = "states"
 )
 
 // IssueRef and PatchRef are the refs a record lives on.
@@ -345,6 +354,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) ([]*record, 
 		patch     Patch
 		revisions []Revision
 		reviews   []Review
+		states    []StateChange
 	}
 	byID := map[string]*patchRec{}
 	var order []*patchRec
@@ -411,6 +421,21 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) ([]*record, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("read reviews of %s: %w", repo, err)
 	}
+	err = each(ctx, q, `SELECT patch_id, kind, actor, at FROM patch_events WHERE repo = ? ORDER BY seq`,
+		args, func(rows *sql.Rows) error {
+			var patch string
+			var v StateChange
+			if err := rows.Scan(&patch, &v.Kind, &v.Actor, &v.At); err != nil {
+				return err
+			}
+			if r := byID[patch]; r != nil {
+				r.states = append(r.states, v)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read patch state changes of %s: %w", repo, err)
+	}
 	err = each(ctx, q, `SELECT patch_id, issue_id FROM patch_issues WHERE repo = ? ORDER BY patch_id, issue_id`,
 		args, func(rows *sql.Rows) error {
 			var patch, issue string
@@ -451,6 +476,12 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) ([]*record, 
 		for n, v := range pr.reviews {
 			r.seen(&v.CreatedAt)
 			if err := r.add(ReviewsDir+"/"+seqName(n+1, v.ID), v); err != nil {
+				return nil, 0, err
+			}
+		}
+		for n, v := range pr.states {
+			r.seen(&v.At)
+			if err := r.add(fmt.Sprintf("%s/%06d.json", StatesDir, n+1), v); err != nil {
 				return nil, 0, err
 			}
 		}
