@@ -1,6 +1,7 @@
 package leases
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -19,6 +20,15 @@ type model struct {
 	exp    *time.Time // nil = open-ended
 	ttl    time.Duration
 	start  time.Time
+	ends   map[int64]string // how each ended tenure ended
+}
+
+func (m *model) end(reason string) {
+	if m.ends == nil {
+		m.ends = map[int64]string{}
+	}
+	m.ends[m.token] = reason
+	m.holder = ""
 }
 
 func (m *model) live(now time.Time) bool {
@@ -58,9 +68,28 @@ func (m *model) acquire(h string, ttl time.Duration, now time.Time) outcome {
 		m.setExp(now, ttl)
 		return okOut(m.token, m.exp)
 	}
+	if m.holder != "" {
+		m.end(EndExpired)
+	}
 	m.exists, m.holder, m.token, m.start = true, h, m.token+1, now
 	m.setExp(now, ttl)
 	return okOut(m.token, m.exp)
+}
+
+// force is an admin's override: a live lease of another ends (released)
+// and a new tenure starts; otherwise it is a plain acquire.
+func (m *model) force(h string, ttl time.Duration, now time.Time) outcome {
+	if m.live(now) && m.holder != h {
+		m.end(EndReleased)
+	}
+	return m.acquire(h, ttl, now)
+}
+
+// merge ends a live lease because a merge closed the issue.
+func (m *model) merge(now time.Time) {
+	if m.live(now) {
+		m.end(EndMerged)
+	}
 }
 
 func (m *model) renew(h string, ttl time.Duration, now time.Time) outcome {
@@ -83,8 +112,11 @@ func (m *model) release(h string, now time.Time) outcome {
 		return outcome{kind: "ok", flag: false}
 	case m.live(now) && m.holder != h:
 		return outcome{kind: "conflict"}
+	case m.live(now):
+		m.end(EndReleased)
+	default:
+		m.end(EndExpired)
 	}
-	m.holder = ""
 	return outcome{kind: "ok", flag: true}
 }
 
@@ -155,6 +187,22 @@ func TestModel(t *testing.T) {
 			want = m.release(h, now)
 			ok, err := f.release(id, h, now)
 			got = realOut(Lease{}, ok, err)
+		case r < 73:
+			op = fmt.Sprintf("force acquire %s %s", h, ttl)
+			want = m.force(h, ttl, now)
+			var l Lease
+			err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+				var err error
+				l, err = Acquire(f.ctx, tx, repo, id, h, ttl, true, now)
+				return err
+			})
+			got = realOut(l, false, err)
+		case r < 75:
+			op = "merge"
+			m.merge(now)
+			if err := f.db.Write(f.ctx, func(tx *sql.Tx) error { return EndByMerge(f.ctx, tx, repo, id, "merger", now) }); err != nil {
+				t.Fatal(err)
+			}
 		case r < 80:
 			tok := m.token + int64(rng.Intn(3)) - 1
 			op = fmt.Sprintf("fence %s %d", h, tok)
@@ -182,7 +230,7 @@ func TestModel(t *testing.T) {
 	if _, err := SweepExpired(f.ctx, f.db, end); err != nil {
 		t.Fatal(err)
 	}
-	checkExpiredEvents(t, f, end)
+	checkExpiredEvents(t, f, models, end)
 }
 
 func checkList(t *testing.T, f *fixture, models map[string]*model, now time.Time) {
@@ -216,9 +264,10 @@ func checkList(t *testing.T, f *fixture, models map[string]*model, now time.Time
 	}
 }
 
-// checkExpiredEvents: every tenure recorded as expired has exactly one
-// lease.expired event, and no other tenure has any.
-func checkExpiredEvents(t *testing.T, f *fixture, now time.Time) {
+// checkExpiredEvents: every tenure ended as the model says it did (or, when
+// the model saw no end, is open-ended or expired), every tenure recorded as
+// expired has exactly one lease.expired event, and no other tenure has any.
+func checkExpiredEvents(t *testing.T, f *fixture, models map[string]*model, now time.Time) {
 	t.Helper()
 	counts := map[string]int{}
 	rows, err := f.db.R().Query(`SELECT json_extract(data, '$.issue_id'), json_extract(data, '$.token')
@@ -257,6 +306,11 @@ func checkExpiredEvents(t *testing.T, f *fixture, now time.Time) {
 		}
 		if reason == "" && !open {
 			t.Errorf("tenure %s with a TTL still open after the final sweep", k)
+		}
+		if r, ok := models[id].ends[tok]; ok && r != reason {
+			t.Errorf("tenure %s ended %q, model says %q", k, reason, r)
+		} else if !ok && reason != "" && reason != EndExpired {
+			t.Errorf("tenure %s ended %q, model saw no end", k, reason)
 		}
 		if counts[k] != want {
 			t.Errorf("tenure %s (%q): %d lease.expired events, want %d", k, reason, counts[k], want)
