@@ -1,0 +1,109 @@
+package git
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// repo makes a bare repository with a small history: a root, a commit
+// with trailers, and a side branch; it returns the repo and named oids.
+func repo(t *testing.T) (Repo, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	work := filepath.Join(dir, "w")
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@b", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("init", "-q", "-b", "main")
+	run("commit", "-q", "--allow-empty", "-m", "root")
+	oids := map[string]string{"root": run("rev-parse", "HEAD")}
+	run("commit", "-q", "--allow-empty", "-m", "two", "-m", "Body with Patch: not-this\n\npatch: 0123456789abcdef\nFixes: abcd\nFixes: ef01")
+	oids["two"] = run("rev-parse", "HEAD")
+	run("checkout", "-q", "-b", "side", oids["root"])
+	run("commit", "-q", "--allow-empty", "-m", "side")
+	oids["side"] = run("rev-parse", "HEAD")
+	bare := filepath.Join(dir, "r.git")
+	run("clone", "-q", "--bare", work, bare)
+	return Repo{Dir: bare}, oids
+}
+
+func TestRepo(t *testing.T) {
+	ctx := context.Background()
+	r, o := repo(t)
+	cs, err := r.Commits(ctx, o["two"], o["root"])
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("Commits = %v, %v", cs, err)
+	}
+	two := cs[0]
+	if two.OID != o["two"] || strings.Join(two.Patch, ",") != "0123456789abcdef" || strings.Join(two.Fixes, ",") != "abcd,ef01" ||
+		len(two.Parents) != 1 || two.Parents[0] != o["root"] || !strings.HasPrefix(string(two.Message), "two\n\nBody") {
+		t.Errorf("Commits[0] = %+v", two)
+	}
+	if cs[1].OID != o["root"] || cs[1].Patch != nil || len(cs[1].Parents) != 0 {
+		t.Errorf("Commits[1] = %+v", cs[1])
+	}
+	if _, err := r.Commits(ctx, "--all"); err == nil {
+		t.Error("Commits took an option")
+	}
+
+	var seen []string
+	if err := r.Walk(ctx, []string{o["two"], "^" + o["side"]}, func(c Commit) error { seen = append(seen, c.OID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(seen, " ") != o["two"] {
+		t.Errorf("Walk two ^side = %v", seen)
+	}
+	stop := errors.New("stop")
+	if err := r.Walk(ctx, []string{o["two"]}, func(Commit) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("Walk stop = %v", err)
+	}
+
+	if mb, ok, err := r.MergeBase(ctx, o["two"], o["side"]); err != nil || !ok || mb != o["root"] {
+		t.Errorf("MergeBase = %q %v %v", mb, ok, err)
+	}
+	if ok, err := r.IsAncestor(ctx, o["root"], o["two"]); err != nil || !ok {
+		t.Errorf("IsAncestor root two = %v %v", ok, err)
+	}
+	if ok, err := r.IsAncestor(ctx, o["side"], o["two"]); err != nil || ok {
+		t.Errorf("IsAncestor side two = %v %v", ok, err)
+	}
+	if oid, ok, err := r.ResolveRef(ctx, "refs/heads/main"); err != nil || !ok || oid != o["two"] {
+		t.Errorf("ResolveRef main = %q %v %v", oid, ok, err)
+	}
+	if _, ok, err := r.ResolveRef(ctx, "refs/heads/nope"); err != nil || ok {
+		t.Errorf("ResolveRef nope = %v %v", ok, err)
+	}
+	if ok, err := r.HasObject(ctx, strings.Repeat("1", 40)); err != nil || ok {
+		t.Errorf("HasObject missing = %v %v", ok, err)
+	}
+
+	err = r.UpdateRefs(ctx, []RefUpdate{{Ref: "refs/collab/x", New: o["root"], Old: ZeroOID}, {Ref: "refs/collab/y", New: o["two"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.UpdateRefs(ctx, []RefUpdate{{Ref: "refs/collab/x", New: o["two"], Old: ZeroOID}}); err == nil {
+		t.Error("create over an existing ref succeeded")
+	}
+	if err := r.UpdateRefs(ctx, []RefUpdate{{Ref: "refs/collab/y", New: ZeroOID, Old: o["two"]}}); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := r.Refs(ctx, "refs/collab/")
+	if err != nil || len(refs) != 1 || refs["refs/collab/x"] != o["root"] {
+		t.Errorf("Refs = %v, %v", refs, err)
+	}
+}

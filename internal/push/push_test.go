@@ -1,0 +1,126 @@
+package push
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+)
+
+func TestParseOptions(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string // "" for success, else a substring of the refusal
+		chk  func(Options) bool
+	}{
+		{in: nil, chk: func(o Options) bool { return o.Title == nil && o.Draft == nil }},
+		{in: []string{"draft"}, chk: func(o Options) bool { return o.Draft != nil && *o.Draft }},
+		{in: []string{"draft=false"}, chk: func(o Options) bool { return o.Draft != nil && !*o.Draft }},
+		{in: []string{"title=A", "title=B"}, chk: func(o Options) bool { return *o.Title == "B" }},
+		{in: []string{"description=", "topic=t"}, chk: func(o Options) bool { return *o.Description == "" && *o.Topic == "t" }},
+		{in: []string{"fixes=ABCD", "fixes=12345678"}, chk: func(o Options) bool { return len(o.Fixes) == 2 && o.Fixes[0] == "abcd" }},
+		{in: []string{"lease=7"}, chk: func(o Options) bool { return o.Leases[0] == Lease{Token: 7} }},
+		{in: []string{"lease=abcd:7"}, chk: func(o Options) bool { return o.Leases[0] == Lease{Issue: "abcd", Token: 7} }},
+		{in: []string{"patch=abcdef"}, chk: func(o Options) bool { return o.Patch == "abcdef" }},
+		{in: []string{"colour=red"}, want: "unknown push option \"colour\"; known options: title="},
+		{in: []string{"title"}, want: "title needs a value"},
+		{in: []string{"title=a\nb"}, want: "one line"},
+		{in: []string{"title=" + strings.Repeat("x", MaxTitle+1)}, want: "too long"},
+		{in: []string{"draft=maybe"}, want: "want true or false"},
+		{in: []string{"patch=-rf"}, want: "want a patch id"},
+		{in: []string{"fixes=xyz"}, want: "want an issue id"},
+		{in: []string{"lease=0"}, want: "lease=TOKEN"},
+		{in: []string{"lease=ab:1"}, want: "lease=TOKEN"},
+		{in: []string{"lease=abcd:x"}, want: "lease=TOKEN"},
+		{in: []string{"title=\xff"}, want: "not valid UTF-8"},
+	} {
+		o, err := ParseOptions(tc.in)
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || fault.KindOf(err) != fault.Usage {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.want)
+			}
+			continue
+		}
+		if err != nil || !tc.chk(o) {
+			t.Errorf("%q: %+v, %v", tc.in, o, err)
+		}
+	}
+}
+
+func TestCheckTip(t *testing.T) {
+	oid := strings.Repeat("a", 40)
+	for _, tc := range []struct {
+		c    git.Commit
+		want string
+	}{
+		{git.Commit{Message: []byte("ok\n")}, ""},
+		{git.Commit{Message: []byte("ok\n"), Patch: []string{"0123456789abcdef"}, Fixes: []string{"abcd"}}, ""},
+		{git.Commit{Patch: []string{"0123456789abcdef", "0123456789abcdee"}}, "2 Patch: trailers"},
+		{git.Commit{Patch: []string{"00000000"}}, "all zeros"},
+		{git.Commit{Patch: []string{"0123456789ABCDEF"}}, "not a patch id"},
+		{git.Commit{Patch: []string{"abc"}}, "not a patch id"},
+		{git.Commit{Patch: []string{"I8f0691ba7517a498e096efa4bb392bcc4d854d0"}}, "not a patch id"},
+		{git.Commit{Fixes: []string{"#12"}}, "not an issue id"},
+		{git.Commit{Fixes: []string{"ABCD"}}, "not an issue id"},
+		{git.Commit{Message: []byte("caf\xe9\n")}, "not valid UTF-8"},
+		{git.Commit{Message: []byte(strings.Repeat("x", MaxMessage+1))}, "too long"},
+	} {
+		tc.c.OID = oid
+		err := CheckTip(tc.c)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+}
+
+func TestSubjectBody(t *testing.T) {
+	for _, tc := range []struct{ msg, subject, body string }{
+		{"One\n", "One", ""},
+		{"\nOne\ntwo\n\nBody.\n", "One two", "Body."},
+		{"S\n\nBody\n\nMore\n\nPatch: abcdabcd\nFixes: 1234\n", "S", "Body\n\nMore"},
+		{"S\n\nNot: a trailer block\nbecause this line\n", "S", "Not: a trailer block\nbecause this line"},
+		{"S\r\n\r\nB\r\n", "S", "B"},
+	} {
+		if s, b := Subject(tc.msg), Body(tc.msg); s != tc.subject || b != tc.body {
+			t.Errorf("%q: subject %q body %q, want %q %q", tc.msg, s, b, tc.subject, tc.body)
+		}
+	}
+}
+
+func TestSSHCommand(t *testing.T) {
+	for _, tc := range []struct{ setting, base, want string }{
+		{"ssh://git@forge.example:2222", "", "ssh -p 2222 git@forge.example"},
+		{"ssh://git@forge.example", "", "ssh git@forge.example"},
+		{"ssh://git@forge.example:22/", "", "ssh git@forge.example"},
+		{"git@forge.example", "", "ssh git@forge.example"},
+		{"", "https://forge.example/", "ssh git@forge.example"},
+		{"", "", "ssh git@FORGE"},
+	} {
+		if got := SSHCommand(tc.setting, tc.base); got != tc.want {
+			t.Errorf("SSHCommand(%q, %q) = %q, want %q", tc.setting, tc.base, got, tc.want)
+		}
+	}
+	h := HookHint("ssh git@h", "abc")
+	want := `f=$(git rev-parse --git-path hooks/commit-msg); ssh git@h hooks commit-msg > "$f" && chmod +x "$f"; git commit --amend --no-edit --trailer "Patch: abc"`
+	if h != want {
+		t.Errorf("HookHint = %s", h)
+	}
+}
+
+func TestBaseOfAndUpdates(t *testing.T) {
+	for in, want := range map[string]string{"refs/for/main": "main", "refs/for/refs/heads/rel/1": "rel/1", "refs/for/": "", "refs/for/-x": ""} {
+		got, err := BaseOf(in)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("BaseOf(%q) = %q, %v", in, got, err)
+		}
+	}
+	z, o := git.ZeroOID, strings.Repeat("1", 40)
+	us, err := ReadUpdates(strings.NewReader(z + " " + o + " refs/heads/main\n\n"))
+	if err != nil || len(us) != 1 || us[0].Ref != "refs/heads/main" {
+		t.Errorf("ReadUpdates = %v, %v", us, err)
+	}
+	if _, err := ReadUpdates(strings.NewReader("x y z\n")); err == nil {
+		t.Error("bad update line accepted")
+	}
+}
