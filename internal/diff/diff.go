@@ -255,9 +255,21 @@ func unmergedPaths(out string) []string {
 
 // diff streams git diff a b, keeping at most lim of it.
 func (g git) diff(ctx context.Context, a, b string, lim Limits) (Result, error) {
+	big, err := g.bigChanges(ctx, a, b, lim.BigFile)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(big) > maxBigFiles {
+		big = nil
+	}
+	var tail strings.Builder
+	for _, c := range big {
+		tail.WriteString(binaryStanza(c))
+	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	args := append(diffArgs(lim), a, b, "--")
+	args = append(args, excludes(big)...)
 	cmd := g.cmd(dctx, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -268,7 +280,8 @@ func (g git) diff(ctx context.Context, a, b string, lim Limits) (Result, error) 
 	if err := cmd.Start(); err != nil {
 		return Result{}, fmt.Errorf("git diff: %w", err)
 	}
-	res, cut, rerr := capture(stdout, lim)
+	// The oversized files come last, described without git reading them.
+	res, cut, rerr := capture(io.MultiReader(stdout, strings.NewReader(tail.String())), lim)
 	if cut {
 		cancel() // stop git: the rest is not wanted
 	}

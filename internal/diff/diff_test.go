@@ -420,3 +420,29 @@ func TestInterdiffOddRepoPath(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 }
+
+// Oversized files are described without git reading them, in git's own
+// words: with every blob "oversized", the diff equals git's for binaries.
+func TestOversizedFilesLookLikeGits(t *testing.T) {
+	r := newRepo(t)
+	bin := func(s string) string { return s + "\x00binary\n" }
+	c1 := r.commit("one", map[string]string{
+		"modified": bin("1"), "deleted": bin("2"), "chmod": bin("3"), "renamed": bin("4 same content"),
+		"tab\there": bin("5"), "ünï": bin("6"), `q"uote`: bin("7"),
+	})
+	r.write(map[string]string{"modified": bin("1b"), "added": bin("8"), "tab\there": bin("5b"), "ünï": bin("6b"), `q"uote`: bin("7b")})
+	r.git("rm", "-q", "deleted")
+	r.git("mv", "renamed", "moved")
+	if err := os.Chmod(filepath.Join(r.dir, "chmod"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c2 := r.commit("two", nil)
+	want := r.git("diff", "--no-color", "--find-renames", c1, c2) + "\n"
+	d, err := Revision(context.Background(), r.gitDir(), Range{c1, c2}, Limits{BigFile: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Text != want || d.Files != 8 {
+		t.Fatalf("files %d; got:\n%s\nwant (git):\n%s", d.Files, d.Text, want)
+	}
+}
