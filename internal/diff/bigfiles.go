@@ -20,6 +20,11 @@ func (g git) bigChanges(ctx context.Context, a, b string, limit int64) ([]change
 	if err != nil {
 		return nil, err
 	}
+	return g.oversized(ctx, cs, limit)
+}
+
+// oversized returns the changes of cs that involve a blob larger than limit.
+func (g git) oversized(ctx context.Context, cs []change, limit int64) ([]change, error) {
 	var oids []string
 	for _, c := range cs {
 		for _, e := range []entry{c.old, c.new} {

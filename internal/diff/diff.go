@@ -145,7 +145,7 @@ func Interdiff(ctx context.Context, repoDir string, from, to Range, lim Limits) 
 		"GIT_OBJECT_DIRECTORY=" + objects,
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + quoteAlternate(repoObjects),
 	}}
-	tree, conflicts, err := g.replay(ctx, from, to.Base)
+	tree, conflicts, err := g.replay(ctx, from, to.Base, lim.BigFile)
 	if err != nil {
 		return Result{}, err
 	}

@@ -446,3 +446,29 @@ func TestOversizedFilesLookLikeGits(t *testing.T) {
 		t.Fatalf("files %d; got:\n%s\nwant (git):\n%s", d.Files, d.Text, want)
 	}
 }
+
+// An oversized file that both the author and the base changed is not
+// merged (git would read it whole): the interdiff falls back and says so.
+func TestInterdiffOversizedMergeFallsBack(t *testing.T) {
+	r := newRepo(t)
+	base1 := r.commit("base", map[string]string{"f": lines(20, nil), "small": "s\n"})
+	r.git("checkout", "-q", "-b", "topic")
+	c1 := r.commit("author", map[string]string{"f": lines(20, map[int]string{2: "author"})})
+	r.git("checkout", "-q", "main")
+	base2 := r.commit("base", map[string]string{"f": lines(20, map[int]string{18: "base"})})
+	r.git("checkout", "-q", "topic")
+	r.git("rebase", "-q", "main")
+	c2 := r.git("rev-parse", "HEAD")
+	d, err := Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{BigFile: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Conflict || !strings.Contains(d.Notes[0], "conflicted in f") || !strings.Contains(d.Text, "Binary files a/f and b/f differ") {
+		t.Fatalf("%+v", d)
+	}
+	// With the default limits the same replay merges cleanly.
+	d, err = Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{})
+	if err != nil || d.Conflict || d.Text != "" {
+		t.Fatalf("%+v %v", d, err)
+	}
+}

@@ -188,7 +188,7 @@ func indexLine(e entry, p string) string {
 // Paths that base did not touch since from's base carry over as index
 // entries, without git reading a byte of their content (a 50 MB blob costs
 // nothing); only the rest goes through git diff | git apply --3way.
-func (g git) replay(ctx context.Context, from Range, base string) (tree string, conflicts []string, err error) {
+func (g git) replay(ctx context.Context, from Range, base string, bigFile int64) (tree string, conflicts []string, err error) {
 	if _, err := g.run(ctx, nil, "read-tree", base); err != nil {
 		return "", nil, err
 	}
@@ -199,6 +199,27 @@ func (g git) replay(ctx context.Context, from Range, base string) (tree string, 
 	index, merge, err := g.plan(ctx, cs, base)
 	if err != nil {
 		return "", nil, err
+	}
+	// A three-way merge would have git read oversized blobs whole: call
+	// those conflicts and let the caller show the trees' diff.
+	if len(merge) > 0 {
+		big, err := g.oversized(ctx, cs, bigFile)
+		if err != nil {
+			return "", nil, err
+		}
+		inMerge := map[string]bool{}
+		for _, p := range merge {
+			inMerge[p] = true
+		}
+		var refused []string
+		for _, c := range big {
+			if inMerge[c.src] || inMerge[c.dst] {
+				refused = append(refused, c.dst)
+			}
+		}
+		if len(refused) > 0 {
+			return "", refused, nil
+		}
 	}
 	switch {
 	case len(merge) > maxPathspecs:
