@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -226,5 +228,87 @@ func TestFallbackUnwritable(t *testing.T) {
 	log.Info("nowhere")
 	if err := closeLog(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.Fatal(err)
+	}
+}
+
+// TestRealJournald sends to a real systemd-journald, started by hand in its
+// own namespace, and reads the entries back with journalctl: the plain,
+// the length-prefixed (newline) and the memfd (oversized) forms.
+func TestRealJournald(t *testing.T) {
+	const journald = "/lib/systemd/systemd-journald"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat(journald); err != nil {
+		t.Skip("no systemd-journald")
+	}
+	if _, err := exec.LookPath("journalctl"); err != nil {
+		t.Skip("no journalctl")
+	}
+	ns := fmt.Sprintf("collabtest%d", os.Getpid())
+	cmd := exec.Command(journald, ns)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		os.RemoveAll("/run/systemd/journal." + ns)
+		for _, d := range []string{"/var/log/journal", "/run/log/journal"} {
+			matches, _ := filepath.Glob(filepath.Join(d, "*."+ns))
+			for _, m := range matches {
+				os.RemoveAll(m)
+			}
+		}
+	})
+	socket := "/run/systemd/journal." + ns + "/socket"
+	for i := 0; ; i++ {
+		if fi, err := os.Stat(socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			break
+		}
+		if i == 100 {
+			t.Fatal("journald did not create its socket")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	log, closeLog := OpenAt(t.TempDir(), socket)
+	big := strings.Repeat("y", 3<<20)
+	log.Info("push", "PRINCIPAL", "alice", "REPO", "demo.git", "REF", "refs/heads/main", "OUTCOME", "ok", "NOTE", "two\nlines")
+	log.Warn("big", "REPO", "big.git", "BODY", big)
+	closeLog()
+
+	var entries []map[string]any
+	for i := 0; i < 50 && len(entries) < 2; i++ {
+		time.Sleep(100 * time.Millisecond)
+		out, err := exec.Command("journalctl", "--namespace="+ns, "--all", "-o", "json", "--output-fields=MESSAGE,PRIORITY,PRINCIPAL,REPO,REF,OUTCOME,NOTE,BODY",
+			"SYSLOG_IDENTIFIER="+Identifier).Output()
+		if err != nil {
+			t.Fatalf("journalctl: %v", err)
+		}
+		entries = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l == "" {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("journalctl line %.80q: %v", l, err)
+			}
+			entries = append(entries, m)
+		}
+	}
+	if len(entries) != 2 {
+		t.Fatalf("journal holds %d entries, want 2", len(entries))
+	}
+	e := entries[0]
+	for k, want := range map[string]string{"MESSAGE": "push", "PRIORITY": "6", "PRINCIPAL": "alice", "REPO": "demo.git",
+		"REF": "refs/heads/main", "OUTCOME": "ok", "NOTE": "two\nlines"} {
+		if e[k] != want {
+			t.Errorf("%s = %v, want %q", k, e[k], want)
+		}
+	}
+	if e := entries[1]; e["MESSAGE"] != "big" || e["REPO"] != "big.git" || e["PRIORITY"] != "4" || e["BODY"] != big {
+		body, _ := e["BODY"].(string)
+		t.Errorf("big entry: MESSAGE %v REPO %v PRIORITY %v, BODY of %d bytes", e["MESSAGE"], e["REPO"], e["PRIORITY"], len(body))
 	}
 }
