@@ -293,6 +293,7 @@ func (g git) diff(ctx context.Context, a, b string, lim Limits) (Result, error) 
 		return Result{}, fmt.Errorf("git diff %s %s: %w: %s", a, b, werr, strings.TrimSpace(errb.String()))
 	}
 	res.TotalFiles = res.Files
+	res.Notes = []string{}
 	if cut {
 		res.Truncated = true
 		total, err := g.countFiles(ctx, a, b)
