@@ -93,7 +93,7 @@ func (o Options) withDefaults() Options {
 // returns nil then, or an error when it cannot go on.
 func Run(ctx context.Context, db *store.DB, key ed25519.PrivateKey, log *slog.Logger, opts Options) error {
 	opts = opts.withDefaults()
-	d := &dispatcher{db: db, key: key, log: log.With("component", "webhook"), opts: opts, records: make(chan recording)}
+	d := &dispatcher{db: db, key: key, log: log.With("component", "webhook"), opts: opts, records: make(chan recording, maxGroup)}
 	var wg conc.WaitGroup
 	wg.Go(func() { d.sweepLoop(ctx) })
 	wg.Go(d.recorder)
@@ -156,11 +156,11 @@ func (d *dispatcher) recorder() {
 	}
 }
 
-// record hands an attempt to the recorder and waits for its commit.
-func (d *dispatcher) record(r subs.Record) error {
+// enqueue hands an attempt to the recorder; the channel reports its commit.
+func (d *dispatcher) enqueue(r subs.Record) <-chan error {
 	done := make(chan error, 1)
 	d.records <- recording{rec: r, done: done}
-	return <-done
+	return done
 }
 
 // sweepLoop announces expired leases at once (catching those that expired
@@ -215,6 +215,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 	running, rr := 0, 0
 	t := time.NewTicker(d.opts.Poll)
 	defer t.Stop()
+	wake := watchCommits(ctx, d.db.Path(), d.log)
 	for {
 		ss, err := d.tick(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -257,6 +258,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 				st.pos = max(st.pos, r.pos)
 			}
 		case <-t.C:
+		case <-wake:
 		}
 	}
 }
@@ -310,8 +312,30 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 	}()
 	log := d.log.With("webhook", s.ID)
 	stored := s.Cursor
+	// A delivered attempt is written down while the next POST goes out.
+	// Commits land in the order they were queued; the run waits for them
+	// before it reads the database again and before it returns.
+	type queued struct {
+		id   int64
+		done <-chan error
+	}
+	var inflight []queued
+	settle := func() {
+		for _, q := range inflight {
+			if err := <-q.done; err != nil {
+				// Delivered but not logged: the receiver has it; only the
+				// log line and the cursor move are lost.
+				log.Error("record delivery", "event_id", q.id, "err", err)
+				continue
+			}
+			res.pos, stored = max(res.pos, q.id), max(stored, q.id)
+		}
+		inflight = inflight[:0]
+	}
+	defer settle()
 	until := time.Now().Add(d.opts.Slice)
 	for ctx.Err() == nil && time.Now().Before(until) {
+		settle()
 		p, ok, err := subs.NextPending(ctx, d.db.R(), s.ID)
 		if err != nil {
 			log.Error("read pending deliveries", "err", err)
@@ -321,8 +345,12 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 			if p.NextAt.After(time.Now()) {
 				return res
 			}
-			if _, goOn := d.attempt(ctx, log, s, p.ID, p.Attempts, p.StartedAt, p.Event); !goOn {
+			state, done, err := d.attempt(ctx, log, s, p.ID, p.Attempts, p.StartedAt, p.Event)
+			if err != nil || state == "pending" {
 				return res
+			}
+			if done != nil {
+				inflight = append(inflight, queued{p.Event.ID, done})
 			}
 			continue
 		}
@@ -336,16 +364,22 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 			if err != nil {
 				started = time.Now()
 			}
-			recorded, goOn := d.attempt(ctx, log, s, 0, 0, started, ev)
-			if recorded {
-				res.pos, stored = ev.ID, ev.ID // now in deliveries, whatever its state
+			state, done, err := d.attempt(ctx, log, s, 0, 0, started, ev)
+			if err != nil {
+				return res // not recorded: it is sent again
 			}
-			if !goOn {
+			if done != nil {
+				inflight = append(inflight, queued{ev.ID, done})
+			} else {
+				res.pos, stored = ev.ID, ev.ID // now in deliveries, pending or failed
+			}
+			if state == "pending" || ctx.Err() != nil {
 				return res
 			}
 		}
 		if len(evs) < batch {
-			res.pos = s.lastID
+			settle()
+			res.pos = max(res.pos, s.lastID)
 			if res.pos-stored >= persistEvery {
 				if err := subs.Advance(ctx, d.db, s.ID, res.pos); err != nil {
 					log.Error("move cursor", "err", err)
@@ -357,20 +391,21 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 	return res
 }
 
-// attempt POSTs ev once and records the outcome; it reports whether the
-// outcome is recorded and whether the subscription may go on to the next
-// event (delivered, or given up).
-func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliveryID int64, attempts int, started time.Time, ev events.Event) (recorded, goOn bool) {
+// attempt POSTs ev once and hands the outcome to the recorder. It returns
+// the delivery's new state; for a delivered one, done reports its commit
+// later, while any other outcome is waited for, since what the run does
+// next depends on it. An error means nothing was recorded.
+func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliveryID int64, attempts int, started time.Time, ev events.Event) (state string, done <-chan error, err error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		log.Error("encode event", "event_id", ev.ID, "err", err)
-		return false, false
+		return "", nil, err
 	}
 	start := time.Now()
 	status, perr := d.post(ctx, s.URL, ev, body)
 	o := subs.Outcome{At: start, Status: status, Duration: time.Since(start), State: "delivered"}
 	if ctx.Err() != nil && perr != nil {
-		return false, false // shutting down: the next start sends it again
+		return "", nil, ctx.Err() // shutting down: the next start sends it again
 	}
 	if perr != nil {
 		o.Error = perr.Error()
@@ -381,17 +416,21 @@ func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliv
 			o.State, o.NextAt = "pending", next
 		}
 	}
-	if err := d.record(subs.Record{Hook: s.ID, Delivery: deliveryID, Event: ev, Outcome: o}); err != nil {
-		log.Error("record delivery", "event_id", ev.ID, "err", err)
-		return false, false
-	}
 	lvl := slog.LevelDebug
 	if o.State != "delivered" {
 		lvl = slog.LevelWarn
 	}
 	log.Log(ctx, lvl, "webhook attempt", "event_id", ev.ID, "event", ev.Event, "url", s.URL,
 		"status", status, "duration_ms", o.Duration.Milliseconds(), "state", o.State, "err", o.Error)
-	return true, o.State != "pending" && ctx.Err() == nil
+	done = d.enqueue(subs.Record{Hook: s.ID, Delivery: deliveryID, Event: ev, Outcome: o})
+	if o.State == "delivered" {
+		return o.State, done, nil
+	}
+	if err := <-done; err != nil {
+		log.Error("record delivery", "event_id", ev.ID, "err", err)
+		return "", nil, err
+	}
+	return o.State, nil, nil
 }
 
 // post sends one signed delivery; a non-2xx answer is an error.

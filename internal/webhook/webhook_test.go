@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -510,6 +511,31 @@ func TestLeaseExpiredOncePerTenure(t *testing.T) {
 	for k, n := range per {
 		if n != 1 {
 			t.Errorf("tenure %s announced %d times", k, n)
+		}
+	}
+}
+
+// A commit by another writer wakes the dispatcher at once: with polling
+// slowed to 30 s, an event still arrives within the contract's second.
+func TestCommitWakesDispatcher(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("commit wake-ups use inotify")
+	}
+	f := newForge(t)
+	rc := f.receiver(t)
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	f.subscribe(t, srv.URL, "")
+	opts := fast()
+	opts.Poll = 30 * time.Second
+	f.run(t, opts)
+	time.Sleep(200 * time.Millisecond) // past the first tick
+	for i := range 5 {
+		start := time.Now()
+		f.emit(t, events.IssueFiled, "demo.git")
+		waitFor(t, 5*time.Second, "the event", func() bool { return len(rc.ids()) == i+1 })
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("event %d took %v", i, d)
 		}
 	}
 }
