@@ -535,3 +535,53 @@ func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) {
 		"Title": "Leases · " + reponame.Display(key), "Repo": key, "Tab": "leases", "Leases": rows,
 	})
 }
+
+// postReview posts a review (or an inline comment with file and line)
+// from the patch page's form, through review.Post like the API.
+func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
+	if err := s.formError(w, r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	verdict := r.PostFormValue("verdict")
+	if err := review.CheckVerdict(verdict); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key, _, err := s.repoAccess(r, review.Need(verdict))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := patches.Resolve(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	in := review.Input{Repo: key, PatchID: id, Author: principalOf(r), Verdict: verdict,
+		Body: crlf(r.PostFormValue("body")), File: strings.TrimSpace(r.PostFormValue("file"))}
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"revision", &in.Revision}, {"line", &in.Line}} {
+		if v := strings.TrimSpace(r.PostFormValue(f.name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				s.fail(w, r, fault.New(fault.Usage, "bad %s %q", f.name, clip(v)))
+				return
+			}
+			*f.dst = n
+		}
+	}
+	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rv, err := review.Post(r.Context(), s.cfg.DB, dir, in, s.now())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, pagePath(key, "patches", id)+"?rev="+strconv.Itoa(rv.Revision)+"#r-"+rv.ID, http.StatusSeeOther)
+}

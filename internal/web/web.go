@@ -179,6 +179,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/issues/{id}/state", s.postIssueState).Methods("POST")
 	r.HandleFunc(pr+"/patches", s.pagePatches).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}", s.pagePatch).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/patches/{id}/reviews", s.postReview).Methods("POST")
 	r.HandleFunc(pr+"/leases", s.pageLeases).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/ref/{id}", s.pageRef).Methods("GET", "HEAD")
 	r.HandleFunc("/{repo:.+?}/-", s.pageRepoHome).Methods("GET", "HEAD")

@@ -474,6 +474,34 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 	if _, body := get(t, c, u+loc); !strings.Contains(body, "<em>web</em>") || !strings.Contains(body, `id="reopen"`) {
 		t.Fatalf("issue page after comment and close: %s", clip(body))
 	}
+	// Reviews from the patch page's form, inline ones too.
+	pp := u + "/org/demo/-/patches/" + f.patch
+	if _, body := get(t, c, pp); !strings.Contains(body, `id="review-form"`) {
+		t.Fatalf("no review form for a signed-in writer")
+	}
+	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"approve"}, "body": {"no csrf"}}, nil)
+	if res.StatusCode != 403 {
+		t.Fatalf("review without CSRF: %d", res.StatusCode)
+	}
+	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"lgtm"}, "csrf": {csrf}}, nil)
+	if res.StatusCode != 400 {
+		t.Fatalf("review with a bad verdict: %d", res.StatusCode)
+	}
+	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"comment"}, "body": {"Line *two*?"}, "file": {"a.txt"}, "line": {"2"}, "revision": {"2"}, "csrf": {csrf}}, nil)
+	if res.StatusCode != 303 {
+		t.Fatalf("inline review: %d", res.StatusCode)
+	}
+	if _, body := get(t, c, u+res.Header.Get("Location")); !strings.Contains(body, `class="inline-comment"`) || !strings.Contains(body, "<em>two</em>") {
+		t.Fatalf("inline comment not under its line: %s", clip(body))
+	}
+	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"approve"}, "body": {"ok"}, "csrf": {csrf}}, nil)
+	if res.StatusCode != 303 {
+		t.Fatalf("approve: %d", res.StatusCode)
+	}
+	if _, body := get(t, c, pp); !strings.Contains(body, "approved by alice") {
+		t.Fatalf("summary after approve: %s", clip(body))
+	}
+
 	// The API ignores the cookie: a browser session cannot write there.
 	r, _ := http.NewRequest("POST", u+"/api/v1/repos/org%2Fdemo/issues", strings.NewReader(`{"title":"x"}`))
 	r.Header.Set("Content-Type", "application/json")
