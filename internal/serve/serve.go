@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
@@ -110,9 +112,73 @@ func Run(ctx context.Context, r *Request) int {
 	if err != nil {
 		return refuse(err)
 	}
+	attrs := []any{"verb", strings.Join(first2(words), " ")}
+	if key := verbRepo(verbs.App(env), words); key != "" {
+		attrs = append(attrs, "REPO", key)
+		env.Log = log.With("REPO", key)
+	}
 	code := verbs.Run(ctx, env, words)
-	log.InfoContext(ctx, "ssh verb", "verb", strings.Join(first2(words), " "), "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
+	attrs = append(attrs, "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
+	log.InfoContext(ctx, "ssh verb", attrs...)
 	return code
+}
+
+// repoVerbs take the repository as their first positional argument.
+var repoVerbs = map[string]bool{"issue": true, "lease": true, "patch": true}
+
+// verbRepo finds the repository a verb line is about, for the log's REPO
+// field, or "" when there is none or it is malformed (the verb itself
+// reports that).
+func verbRepo(app *cli.App, words []string) string {
+	if len(words) < 3 || !repoVerbs[words[0]] {
+		return ""
+	}
+	cmd := app.Command(words[0])
+	if cmd == nil {
+		return ""
+	}
+	sub := cmd.Command(words[1])
+	if sub == nil {
+		return ""
+	}
+	rest := words[2:]
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		switch {
+		case w == "--":
+			if i+1 < len(rest) {
+				return keyOrEmpty(rest[i+1])
+			}
+			return ""
+		case len(w) > 1 && w[0] == '-':
+			if !strings.Contains(w, "=") && takesValue(sub.Flags, strings.TrimLeft(w, "-")) {
+				i++
+			}
+		default:
+			return keyOrEmpty(w)
+		}
+	}
+	return ""
+}
+
+func takesValue(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
+}
+
+func keyOrEmpty(name string) string {
+	key, err := reponame.Key(name)
+	if err != nil {
+		return ""
+	}
+	return key
 }
 
 func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, prog string, words []string, start time.Time, refuse func(error, ...any) int) int {
@@ -222,7 +288,7 @@ func checkPrincipal(ctx context.Context, db *store.DB, name, userAuth string) er
 	}
 	keys, err := authKeys(userAuth)
 	if err != nil {
-		return fault.New(fault.Unauthenticated, "access denied: cannot read the key sshd used").With("detail", err.Error())
+		return &fault.Error{Kind: fault.Unauthenticated, Msg: "access denied: cannot read the key sshd used", Err: err}
 	}
 	if len(keys) == 0 {
 		return fault.New(fault.Unauthenticated, "access denied: not authenticated with a public key")

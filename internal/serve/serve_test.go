@@ -15,7 +15,9 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/verbs"
 )
 
 type fixture struct {
@@ -317,5 +319,33 @@ func TestVerbsAndGreeting(t *testing.T) {
 	res = f.run(t, "bob", "hooks commit-msg", nil)
 	if res.code != 0 || !strings.HasPrefix(res.stdout, "#!") {
 		t.Errorf("hooks commit-msg: exit %d stdout %.40q", res.code, res.stdout)
+	}
+}
+
+func TestVerbRepo(t *testing.T) {
+	f := setup(t)
+	var out bytes.Buffer
+	env, err := verbEnv(context.Background(), &Request{Root: f.root, Principal: "alice", Stdout: &out, Stderr: &out, Log: slog.New(slog.DiscardHandler)}, f.db, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := verbs.App(env)
+	for line, want := range map[string]string{
+		"issue new demo --title x":          "demo.git",
+		"issue new --title x org/demo":      "org/demo.git",
+		"issue new --title=x demo.git":      "demo.git",
+		"issue list --json demo":            "demo.git",
+		"lease acquire demo abcd --ttl 15m": "demo.git",
+		"patch show -- demo abcd":           "demo.git",
+		"issue new --title x":               "",
+		"issue new ../x --title x":          "",
+		"token revoke demo":                 "",
+		"whoami":                            "",
+		"issue nosuch demo":                 "",
+	} {
+		words, _ := shellwords.Split(line)
+		if got := verbRepo(app, words); got != want {
+			t.Errorf("verbRepo(%q) = %q, want %q", line, got, want)
+		}
 	}
 }
