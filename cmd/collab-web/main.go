@@ -20,6 +20,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
+	"github.com/collab-forge/collab/internal/webhook"
 )
 
 func main() {
@@ -98,5 +99,14 @@ func serve(c *cli.Context) error {
 // background starts the process's non-HTTP work. The webhooks engineer
 // wires the dispatcher and the lease sweeper in here.
 func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Logger) {
-	_, _, _, _ = ctx, root, db, log
+	key, err := root.Key()
+	if err != nil {
+		log.Error("webhook delivery and lease sweeper NOT running: no forge key", "err", err)
+		return
+	}
+	go func() {
+		if err := webhook.Run(ctx, db, key, log, webhook.Options{}); err != nil {
+			log.Error("webhook delivery stopped", "err", err)
+		}
+	}()
 }
