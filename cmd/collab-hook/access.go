@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -77,21 +78,14 @@ func keyCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "add",
-				ArgsUsage: `NAME "ssh-ed25519 AAAA… comment"  (or - to read the key from stdin)`,
+				ArgsUsage: `NAME "ssh-ed25519 AAAA… comment"  (or a .pub file, or - for stdin)`,
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 {
 						return fault.New(fault.Usage, `usage: key add NAME "ssh-ed25519 AAAA… comment"`)
 					}
-					line := c.Args().Get(1)
-					if line == "-" {
-						b, err := readLimited(os.Stdin, principals.MaxKeyLine+1)
-						if err != nil {
-							return err
-						}
-						line = b
-						if n := len(line); n > 0 && line[n-1] == '\n' {
-							line = line[:n-1]
-						}
+					line, err := keyText(c.Args().Get(1))
+					if err != nil {
+						return err
 					}
 					return withDB(c, func(_ forge.Root, db *store.DB) error {
 						k, existed, err := principals.AddKey(c.Context, db, c.Args().First(), line, time.Now())
@@ -270,6 +264,34 @@ func keysCommandCommand() *cli.Command {
 			})
 		},
 	}
+}
+
+// keyText is the key line given to key add: the text itself, a public key
+// file (as gitolite takes them), or stdin for "-". One trailing newline is
+// dropped; any other newline is refused by the parser.
+func keyText(arg string) (string, error) {
+	var r io.Reader
+	switch {
+	case arg == "-":
+		r = os.Stdin
+	case !strings.ContainsAny(arg, " \t\n"):
+		f, err := os.Open(arg)
+		if err != nil {
+			return arg, nil // not a file: let the parser say what is wrong
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return arg, nil
+		}
+		r = f
+	default:
+		return arg, nil
+	}
+	b, err := readLimited(r, principals.MaxKeyLine+1)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b, "\n"), nil
 }
 
 func readLimited(r io.Reader, limit int) (string, error) {
