@@ -95,9 +95,3 @@ func binary() (string, error) {
 	}
 	return p, nil
 }
-
-func notYet(name string) *cli.Command {
-	return &cli.Command{Name: name, Action: func(*cli.Context) error {
-		return fault.New(fault.Internal, "%s: not implemented yet", name)
-	}}
-}
