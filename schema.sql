@@ -59,6 +59,20 @@ CREATE TABLE issues (
 CREATE INDEX issues_by_state ON issues(repo, state, seq);
 -- The web's "all states" list, newest first, without a sort of the whole repository.
 CREATE INDEX issues_by_repo ON issues(repo, seq);
+-- Text search of the web's issue lists: a trigram index of titles and
+-- bodies, so "?q=" finds substrings without scanning every issue. Kept in
+-- step with issues by triggers, so no writer needs to know about it.
+CREATE VIRTUAL TABLE issues_fts USING fts5(title, body, content='issues', content_rowid='seq', tokenize='trigram');
+CREATE TRIGGER issues_fts_insert AFTER INSERT ON issues BEGIN
+  INSERT INTO issues_fts(rowid, title, body) VALUES (new.seq, new.title, new.body);
+END;
+CREATE TRIGGER issues_fts_delete AFTER DELETE ON issues BEGIN
+  INSERT INTO issues_fts(issues_fts, rowid, title, body) VALUES ('delete', old.seq, old.title, old.body);
+END;
+CREATE TRIGGER issues_fts_update AFTER UPDATE OF title, body ON issues BEGIN
+  INSERT INTO issues_fts(issues_fts, rowid, title, body) VALUES ('delete', old.seq, old.title, old.body);
+  INSERT INTO issues_fts(rowid, title, body) VALUES (new.seq, new.title, new.body);
+END;
 
 CREATE TABLE comments (
   seq        INTEGER PRIMARY KEY,

@@ -101,8 +101,10 @@ func run(nIssues, nComments, n int, bin string) error {
 		{"api: GET issues (open, 50)", "/api/v1/repos/bench/issues"},
 		{"api: GET issues ?limit=200", "/api/v1/repos/bench/issues?limit=200"},
 		{"api: GET issues deep ?after=", "/api/v1/repos/bench/issues?after=" + mid},
-		{"search: page ?q= (LIKE scan)", "/bench/-/issues?q=needle"},
+		{"search: page ?q= (trigram index)", "/bench/-/issues?q=needle"},
 		{"search: api ?q= rare word", "/api/v1/repos/bench/issues?q=zzzrare"},
+		{"search: api ?q= word in every issue", "/api/v1/repos/bench/issues?q=something"},
+		{"search: api ?q= 2 letters (LIKE scan)", "/api/v1/repos/bench/issues?q=zq"},
 	}
 	fmt.Printf("\n%-44s %9s %9s %9s\n", "request", "median", "p99", "bytes")
 	var floor time.Duration

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/diff"
@@ -111,10 +112,11 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// searchIssues finds issues whose title or body holds text (ASCII case
-// folded), newest first. issues.List has no text filter; this reads ids
-// with one LIKE scan bounded by the repo/state index, then each issue with
-// its live lease through issues.Lookup.
+// searchIssues finds issues whose title or body holds text (case folded),
+// newest first. Text of three characters or more goes through the trigram
+// index issues_fts; shorter text falls back to a LIKE scan bounded by the
+// repo/state index. Each hit is then read with its live lease through
+// issues.Lookup, since issues.List has no text filter.
 func (s *Server) searchIssues(ctx context.Context, key, state, text string, limit int, after string) ([]issues.Issue, error) {
 	if state == "" {
 		state = issues.Open
@@ -125,7 +127,6 @@ func (s *Server) searchIssues(ctx context.Context, key, state, text string, limi
 	if len(text) > 200 {
 		return nil, fault.New(fault.Usage, "search text too long: at most 200 bytes")
 	}
-	pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
 	where := "repo = ?"
 	args := []any{key}
 	if state != "all" {
@@ -140,11 +141,20 @@ func (s *Server) searchIssues(ctx context.Context, key, state, text string, limi
 		where += " AND seq < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
 		args = append(args, key, id)
 	}
-	args = append(args, pat, pat, limit)
+	if utf8.RuneCountInString(text) >= 3 {
+		// A quoted FTS5 string is a phrase; with the trigram tokenizer it
+		// matches any substring, as LIKE would.
+		where += " AND seq IN (SELECT rowid FROM issues_fts WHERE issues_fts MATCH ?)"
+		args = append(args, `"`+strings.ReplaceAll(text, `"`, `""`)+`"`)
+	} else {
+		pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
+		where += ` AND (title LIKE ? ESCAPE '\' OR body LIKE ? ESCAPE '\')`
+		args = append(args, pat, pat)
+	}
+	args = append(args, limit)
 	var out []issues.Issue
 	err := s.cfg.DB.Read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM issues WHERE `+where+
-			` AND (title LIKE ? ESCAPE '\' OR body LIKE ? ESCAPE '\') ORDER BY seq DESC LIMIT ?`, args...)
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM issues WHERE `+where+` ORDER BY seq DESC LIMIT ?`, args...)
 		if err != nil {
 			return fmt.Errorf("search issues: %w", err)
 		}
