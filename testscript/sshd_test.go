@@ -70,6 +70,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -456,4 +457,161 @@ func decodeJournal(b []byte) (map[string]string, error) {
 		b = b[size+1:]
 	}
 	return out, nil
+}
+
+// TestDeployInstall runs deploy/sshd/install.sh for real, twice, for a
+// throwaway unix user, then logs in through an sshd that includes the
+// installed snippet — the recommended deployment: a non-root forge user,
+// AuthorizedKeysCommand on the installed root-owned binary, ExposeAuthInfo
+// — and clones and pushes. Everything it made is removed afterwards.
+func TestDeployInstall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	for _, p := range []string{"/usr/sbin/sshd", "/usr/sbin/useradd", "/usr/sbin/runuser", "/usr/sbin/userdel"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("no %s", p)
+		}
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	user := fmt.Sprintf("collabdeploy%d", os.Getpid()%100000)
+	tmp, err := os.MkdirTemp("", "collab-deploy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sshd checks every component of an AuthorizedKeysCommand: it must live
+	// on a root-owned path, as install.sh's default does; /tmp would not do.
+	libexec := "/usr/local/libexec/" + user
+	t.Cleanup(func() {
+		_ = exec.Command("userdel", "-r", user).Run()
+		os.RemoveAll(libexec)
+		os.RemoveAll(tmp)
+	})
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(tmp, "root")
+	install := func() string {
+		cmd := exec.Command("../deploy/sshd/install.sh", "--bin", binDir, "--user", user, "--root", root,
+			"--ssh", "ssh://"+user+"@127.0.0.1", "--no-start")
+		cmd.Env = append(os.Environ(), "LIBEXEC="+libexec, "BINDIR="+filepath.Join(tmp, "bin"),
+			"SSHD_DIR="+filepath.Join(tmp, "sshd"), "UNIT_DIR="+filepath.Join(tmp, "units"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("install.sh: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	install()
+	install() // safe to run twice
+
+	if sh := run("getent", "shadow", user); !strings.HasPrefix(sh, user+":*:") {
+		t.Errorf("password field: %q, want *", sh)
+	}
+	for _, b := range []string{"collab-hook", "collab-web"} {
+		fi, err := os.Stat(filepath.Join(libexec, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 0 || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s: uid %d mode %v, want root 0755", b, st.Uid, fi.Mode())
+		}
+		if l, err := os.Readlink(filepath.Join(tmp, "bin", b)); err != nil || l != filepath.Join(libexec, b) {
+			t.Errorf("link %s: %q %v", b, l, err)
+		}
+	}
+	unit, err := os.ReadFile(filepath.Join(tmp, "units", "collab-web.service"))
+	if err != nil || !strings.Contains(string(unit), "ExecStart="+libexec+"/collab-web --root "+root+" --listen 127.0.0.1:8080") ||
+		!strings.Contains(string(unit), "User="+user) || strings.Contains(string(unit), "@") {
+		t.Errorf("collab-web.service:\n%s (%v)", unit, err)
+	}
+
+	// The forge's admin commands run as the forge's user.
+	hook := func(args ...string) string {
+		return run("runuser", append([]string{"-u", user, "--", filepath.Join(libexec, "collab-hook"), "--root", root}, args...)...)
+	}
+	key := filepath.Join(tmp, "id_alice")
+	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "alice@test", "-f", key)
+	hook("user", "add", "alice")
+	hook("key", "add", "alice", key+".pub")
+	hook("repo", "create", "demo")
+	hook("grant", "alice", "demo", "write")
+
+	// An sshd with the installed snippet, as /etc/ssh/sshd_config would
+	// include it.
+	port := 0
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(tmp, "hostkey"))
+	conf := filepath.Join(tmp, "sshd_config")
+	cfg := fmt.Sprintf("ListenAddress 127.0.0.1\nHostKey %s/hostkey\nPidFile %s/sshd.pid\nUsePAM no\nAllowUsers %s\nInclude %s/sshd/collab.conf\n",
+		tmp, tmp, user, tmp)
+	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.MkdirAll("/run/sshd", 0o755)
+	run("/usr/sbin/sshd", "-t", "-f", conf, "-p", strconv.Itoa(port))
+	sshd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf, "-p", strconv.Itoa(port))
+	var sshdLog bytes.Buffer
+	sshd.Stderr = &sshdLog
+	if err := sshd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sshd.Process.Kill(); _ = sshd.Wait() })
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		if i == 200 {
+			t.Fatalf("sshd did not start: %s", sshdLog.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	sshCmd := fmt.Sprintf("ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR", key)
+	ssh := func(args ...string) (string, error) {
+		a := append(strings.Fields(sshCmd)[1:], "-p", strconv.Itoa(port), user+"@127.0.0.1")
+		out, err := exec.Command("ssh", append(a, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := ssh("whoami"); err != nil || !strings.HasPrefix(out, "alice\n") {
+		t.Fatalf("whoami: %v\n%s\nsshd: %s", err, out, sshdLog.String())
+	}
+	work := filepath.Join(tmp, "work")
+	gitEnv := append(os.Environ(), "GIT_SSH_COMMAND="+sshCmd, "HOME="+tmp, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@x")
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, gitEnv
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	git(tmp, "clone", "-q", fmt.Sprintf("ssh://%s@127.0.0.1:%d/demo.git", user, port), work)
+	git(work, "commit", "-q", "--allow-empty", "-m", "first")
+	git(work, "push", "-q", "origin", "HEAD:refs/heads/main")
+	if out := git(work, "ls-remote", "origin"); !strings.Contains(out, "refs/heads/main") {
+		t.Errorf("ls-remote: %s", out)
+	}
+	// A disabled principal is locked out at the next login.
+	hook("user", "disable", "alice")
+	if out, err := ssh("whoami"); err == nil || !strings.Contains(out, "Permission denied") {
+		t.Errorf("disabled alice: %v %s", err, out)
+	}
 }
