@@ -396,12 +396,18 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 // later, while any other outcome is waited for, since what the run does
 // next depends on it. An error means nothing was recorded.
 func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliveryID int64, attempts int, started time.Time, ev events.Event) (state string, done <-chan error, err error) {
+	start := time.Now()
 	body, err := json.Marshal(ev)
 	if err != nil {
+		// Stored data that does not encode never will: give it up rather
+		// than hold the subscription back forever.
+		o := subs.Outcome{At: start, State: "failed", Error: "encode event: " + err.Error()}
 		log.Error("encode event", "event_id", ev.ID, "err", err)
-		return "", nil, err
+		if err := <-d.enqueue(subs.Record{Hook: s.ID, Delivery: deliveryID, Event: ev, Outcome: o}); err != nil {
+			return "", nil, err
+		}
+		return o.State, nil, nil
 	}
-	start := time.Now()
 	status, perr := d.post(ctx, s.URL, ev, body)
 	o := subs.Outcome{At: start, Status: status, Duration: time.Since(start), State: "delivered"}
 	if ctx.Err() != nil && perr != nil {

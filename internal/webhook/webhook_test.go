@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -537,5 +538,32 @@ func TestCommitWakesDispatcher(t *testing.T) {
 		if d := time.Since(start); d > time.Second {
 			t.Errorf("event %d took %v", i, d)
 		}
+	}
+}
+
+// An event whose stored data is not JSON is given up at once (logged as
+// failed) instead of holding its subscription back.
+func TestUnencodableEventDoesNotBlock(t *testing.T) {
+	f := newForge(t)
+	rc := f.receiver(t)
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	s := f.subscribe(t, srv.URL, "")
+	if _, err := f.db.R().Exec("INSERT INTO events(event, repo, actor, at, data) VALUES ('issue.filed', 'demo.git', 'ada', ?, 'not json')",
+		store.FormatTime(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	good := f.emit(t, events.IssueClosed, "demo.git")
+	f.run(t, fast())
+	waitFor(t, 5*time.Second, "the good event", func() bool { return len(rc.ids()) == 1 })
+	if g := rc.ids(); g[0] != good {
+		t.Fatalf("got %v", g)
+	}
+	ds, err := subs.Deliveries(context.Background(), f.db.R(), s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 || ds[1].State != "failed" || !strings.Contains(ds[1].Log[0].Error, "encode event") {
+		t.Fatalf("deliveries %+v", ds)
 	}
 }
