@@ -48,6 +48,15 @@ func runHook(c *cli.Context, name string) error {
 	if err != nil {
 		return fail(err)
 	}
+	var us []push.Update
+	if name != "proc-receive" {
+		if us, err = push.ReadUpdates(os.Stdin); err != nil {
+			return fail(err)
+		}
+		if name == "post-receive" && !push.MovesBranches(us) {
+			return nil // a refs/for push: nothing for the merge scan
+		}
+	}
 	db, err := root.Open(ctx)
 	if err != nil {
 		return fail(err)
@@ -60,10 +69,6 @@ func runHook(c *cli.Context, name string) error {
 	}
 	switch name {
 	case "pre-receive":
-		us, err := push.ReadUpdates(os.Stdin)
-		if err != nil {
-			return fail(err)
-		}
 		if err := push.PreReceive(ctx, e, us, push.EnvOptions()); err != nil {
 			// PreReceive logged it with the refs.
 			fmt.Fprintf(os.Stderr, "collab: %s\n", fault.Public(err))
@@ -74,10 +79,6 @@ func runHook(c *cli.Context, name string) error {
 			return fail(err)
 		}
 	case "post-receive":
-		us, err := push.ReadUpdates(os.Stdin)
-		if err != nil {
-			return fail(err)
-		}
 		if err := push.PostReceive(ctx, e, us); err != nil {
 			return fail(err)
 		}

@@ -99,6 +99,17 @@ func PostReceive(ctx context.Context, e *Env, updates []Update) error {
 	return nil
 }
 
+// MovesBranches reports whether any update creates or moves a branch, the
+// only updates the merge scan looks at.
+func MovesBranches(us []Update) bool {
+	for _, u := range us {
+		if strings.HasPrefix(u.Ref, HeadsPrefix) && u.New != git.ZeroOID {
+			return true
+		}
+	}
+	return false
+}
+
 // match is what the walk found for one open patch.
 type match struct {
 	commit  string

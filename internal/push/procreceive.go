@@ -228,18 +228,13 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err != nil {
 		return res, git.Commit{}, err
 	}
-	baseTip, ok, err := e.Git.ResolveRef(ctx, HeadsPrefix+branch)
+	tip, baseTip, ok, err := e.Git.TipAndRef(ctx, c.New, HeadsPrefix+branch)
 	if err != nil {
-		return res, git.Commit{}, fault.Wrap(err, "cannot read the target branch")
+		return res, git.Commit{}, fault.Wrap(err, "cannot read the pushed commit and its target branch")
 	}
 	if !ok {
 		return res, git.Commit{}, fault.New(fault.NotFound, "unknown base branch %s: push to refs/for/ an existing branch", branch)
 	}
-	cs, err := e.Git.Commits(ctx, c.New)
-	if err != nil || len(cs) != 1 {
-		return res, git.Commit{}, fault.Wrap(err, "cannot read the pushed commit")
-	}
-	tip := cs[0]
 	if err := CheckTip(tip); err != nil {
 		return res, tip, err
 	}
