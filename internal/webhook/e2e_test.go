@@ -246,3 +246,135 @@ func TestCollabWebKilledMidDelivery(t *testing.T) {
 		t.Errorf("delivery log:\n%s", out)
 	}
 }
+
+// git runs git in dir with a fixed identity and no user or system config.
+func git(t *testing.T, home, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
+		"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Every one of the 12 event kinds, made by the real verbs and real git
+// pushes, reaches a receiver from the real collab-web, signed with the
+// published key, in the order of the log (patch.created before its
+// revision.pushed), each exactly once.
+func TestEveryKindFromRealVerbs(t *testing.T) {
+	s := &site{t: t, bin: binaries(t), root: filepath.Join(t.TempDir(), "root"), addr: freeAddr(t)}
+	s.hook("init", "--url", "http://forge.test")
+	s.hook("repo", "create", "demo")
+	s.hook("user", "add", "ada")
+	s.hook("grant", "ada", "demo", "admin")
+	s.start()
+	defer s.kill()
+	defer func() {
+		if t.Failed() {
+			t.Logf("collab-web log:\n%s", s.logs.String())
+		}
+	}()
+	resp, err := http.Get("http://" + s.addr + "/api/v1/signing-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var published struct {
+		PublicKey string `json:"public_key"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&published)
+	resp.Body.Close()
+	pub, _ := base64.StdEncoding.DecodeString(published.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		t.Fatalf("signing key %q: %v", published.PublicKey, err)
+	}
+	rc := &receiver{t: t, pub: pub}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	s.hook("webhook", "add", srv.URL)
+
+	// Issues and leases through the forced command.
+	var is struct{ ID string }
+	if err := json.Unmarshal([]byte(s.verb("ada", "issue new demo --title 'Crash on empty config' --json")), &is); err != nil {
+		t.Fatal(err)
+	}
+	s.verb("ada", "issue comment demo "+is.ID+" --body 'I can reproduce this.'")
+	s.verb("ada", "lease acquire demo "+is.ID+" --ttl 1s")
+	s.verb("ada", "lease renew demo "+is.ID+" --ttl 1s")
+	waitFor(t, 10*time.Second, "the sweeper's lease.expired", func() bool {
+		for _, g := range rc.seen() {
+			if g.kind == events.LeaseExpired {
+				return true
+			}
+		}
+		return false
+	})
+	s.verb("ada", "lease acquire demo "+is.ID)
+	s.verb("ada", "lease release demo "+is.ID)
+	s.verb("ada", "issue close demo "+is.ID)
+	s.verb("ada", "issue reopen demo "+is.ID)
+
+	// A patch: pushed for review, reviewed, merged by a push to main.
+	home, work := t.TempDir(), t.TempDir()
+	repo := filepath.Join(s.root, "repos", "demo.git")
+	git(t, home, work, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("a\n"), 0o644)
+	git(t, home, work, "add", "a.txt")
+	git(t, home, work, "commit", "-q", "-m", "first")
+	git(t, home, work, "push", "-q", repo, "HEAD:main")
+	os.WriteFile(filepath.Join(work, "b.txt"), []byte("b\n"), 0o644)
+	git(t, home, work, "add", "b.txt")
+	git(t, home, work, "commit", "-q", "-m", "Handle an empty config", "-m", "Patch: 8b2f6c1e0d9a4b7c3e5f1a2b4c6d8e0f1a3b5c7d")
+	git(t, home, work, "push", repo, "HEAD:refs/for/main")
+	s.verb("ada", "patch review demo 8b2f6c1e --approve --body lgtm")
+	git(t, home, work, "push", "-q", repo, "HEAD:main")
+
+	db, err := store.Open(context.Background(), filepath.Join(s.root, "collab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var want []int64
+	var kinds []string
+	waitFor(t, 10*time.Second, "every event of the log", func() bool {
+		want, kinds = want[:0], kinds[:0]
+		rows, err := db.R().Query("SELECT id, event FROM events ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var k string
+			_ = rows.Scan(&id, &k)
+			want, kinds = append(want, id), append(kinds, k)
+		}
+		return len(rc.ids()) >= len(want) && len(want) > 0
+	})
+	time.Sleep(300 * time.Millisecond)
+	if got := rc.ids(); !equalIDs(got, want) {
+		t.Errorf("delivered %v, want the log %v (%v)", got, want, kinds)
+	}
+	if n := len(rc.seen()); n != len(want) {
+		t.Errorf("%d requests for %d events: duplicates without a restart", n, len(want))
+	}
+	seen := map[string]int{}
+	for i, g := range rc.seen() {
+		seen[g.kind]++
+		if g.kind == events.RevisionPushed && (i == 0 || rc.seen()[i-1].kind != events.PatchCreated) && seen[events.RevisionPushed] == 1 {
+			t.Errorf("first revision.pushed not right after patch.created: %v", kinds)
+		}
+	}
+	for _, k := range events.Kinds {
+		if seen[k] == 0 {
+			t.Errorf("no %s delivered; got %v", k, kinds)
+		}
+	}
+	if seen[events.LeaseExpired] != 1 {
+		t.Errorf("lease.expired %d times", seen[events.LeaseExpired])
+	}
+}
