@@ -217,6 +217,7 @@ func plans(ctx context.Context, root forge.Root) error {
 		list + " WHERE i.repo = 'bench.git' AND i.state = 'open' AND i.seq < (SELECT seq FROM issues WHERE repo = 'bench.git' AND id = 'x') ORDER BY i.seq DESC LIMIT 50",
 		list + " WHERE i.repo = 'bench.git' ORDER BY i.seq DESC LIMIT 50",
 		"SELECT id, author, body FROM comments WHERE repo = 'bench.git' AND issue_id = 'x' ORDER BY seq",
+		`SELECT i.id FROM issues_fts f JOIN issues i ON i.seq = f.rowid WHERE issues_fts MATCH '"something"' AND i.repo = 'bench.git' AND i.state = 'open' ORDER BY f.rowid DESC LIMIT 50`,
 	} {
 		rows, err := db.R().QueryContext(ctx, "EXPLAIN QUERY PLAN "+q)
 		if err != nil {

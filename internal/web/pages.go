@@ -127,10 +127,23 @@ func (s *Server) searchIssues(ctx context.Context, key, state, text string, limi
 	if len(text) > 200 {
 		return nil, fault.New(fault.Usage, "search text too long: at most 200 bytes")
 	}
-	where := "repo = ?"
-	args := []any{key}
+	// Both queries walk newest first and stop at limit: the trigram index
+	// hands out its rowids (= issues.seq) in descending order, so a word
+	// found in every issue costs no more than a rare one.
+	query := `SELECT i.id FROM issues_fts f JOIN issues i ON i.seq = f.rowid WHERE issues_fts MATCH ? AND i.repo = ?`
+	args := []any{`"` + strings.ReplaceAll(text, `"`, `""`) + `"`, key}
+	order := " ORDER BY f.rowid DESC LIMIT ?"
+	seqCol := "f.rowid"
+	if utf8.RuneCountInString(text) < 3 {
+		// Trigrams need three characters; shorter text scans with LIKE.
+		pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
+		query = `SELECT i.id FROM issues i WHERE (i.title LIKE ? ESCAPE '\' OR i.body LIKE ? ESCAPE '\') AND i.repo = ?`
+		args = []any{pat, pat, key}
+		order = " ORDER BY i.seq DESC LIMIT ?"
+		seqCol = "i.seq"
+	}
 	if state != "all" {
-		where += " AND state = ?"
+		query += " AND i.state = ?"
 		args = append(args, state)
 	}
 	if after != "" {
@@ -138,23 +151,13 @@ func (s *Server) searchIssues(ctx context.Context, key, state, text string, limi
 		if err != nil {
 			return nil, err
 		}
-		where += " AND seq < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
+		query += " AND " + seqCol + " < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
 		args = append(args, key, id)
-	}
-	if utf8.RuneCountInString(text) >= 3 {
-		// A quoted FTS5 string is a phrase; with the trigram tokenizer it
-		// matches any substring, as LIKE would.
-		where += " AND seq IN (SELECT rowid FROM issues_fts WHERE issues_fts MATCH ?)"
-		args = append(args, `"`+strings.ReplaceAll(text, `"`, `""`)+`"`)
-	} else {
-		pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
-		where += ` AND (title LIKE ? ESCAPE '\' OR body LIKE ? ESCAPE '\')`
-		args = append(args, pat, pat)
 	}
 	args = append(args, limit)
 	var out []issues.Issue
 	err := s.cfg.DB.Read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM issues WHERE `+where+` ORDER BY seq DESC LIMIT ?`, args...)
+		rows, err := tx.QueryContext(ctx, query+order, args...)
 		if err != nil {
 			return fmt.Errorf("search issues: %w", err)
 		}
