@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -28,10 +29,8 @@ func exportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON array of results"},
 		},
 		Action: func(c *cli.Context) error {
-			return forEachRepo(c, "export", func(root forge.Root, db *store.DB, key ed25519.PrivateKey, repo, dir string) (any, error) {
-				log, closeLog := journal.Open(root.Dir)
-				defer closeLog()
-				x := &export.Exporter{DB: db, Key: key, Log: log}
+			return forEachRepo(c, "export", func(e exportEnv, repo, dir string) (any, error) {
+				x := &export.Exporter{DB: e.db, Key: e.key, Log: e.log}
 				res, err := x.Export(c.Context, repo, dir, time.Now())
 				if err != nil {
 					return nil, err
@@ -57,8 +56,8 @@ func exportCommand() *cli.Command {
 				},
 				Action: func(c *cli.Context) error {
 					bad := 0
-					err := forEachRepo(c, "export verify", func(_ forge.Root, _ *store.DB, key ed25519.PrivateKey, repo, dir string) (any, error) {
-						rep, err := export.Verify(c.Context, dir, key.Public().(ed25519.PublicKey))
+					err := forEachRepo(c, "export verify", func(e exportEnv, repo, dir string) (any, error) {
+						rep, err := export.Verify(c.Context, dir, e.key.Public().(ed25519.PublicKey))
 						if err != nil {
 							return nil, err
 						}
@@ -114,11 +113,18 @@ func exportCommand() *cli.Command {
 	}
 }
 
+// exportEnv is what an export or a verification works with.
+type exportEnv struct {
+	db  *store.DB
+	key ed25519.PrivateKey
+	log *slog.Logger
+}
+
 // forEachRepo runs fn on the repository named by the one argument, or on
 // every repository with --all, and prints the results as JSON with --json.
 // With --all a failing repository does not stop the others; the command
 // fails at the end.
-func forEachRepo(c *cli.Context, verb string, fn func(forge.Root, *store.DB, ed25519.PrivateKey, string, string) (any, error)) error {
+func forEachRepo(c *cli.Context, verb string, fn func(e exportEnv, repo, dir string) (any, error)) error {
 	all := c.Bool("all")
 	if all == (c.NArg() == 1) || c.NArg() > 1 {
 		return fault.New(fault.Usage, "usage: %s REPO | %s --all", verb, verb)
@@ -128,6 +134,9 @@ func forEachRepo(c *cli.Context, verb string, fn func(forge.Root, *store.DB, ed2
 		if err != nil {
 			return fault.Wrap(err, "forge key unavailable")
 		}
+		log, closeLog := journal.Open(root.Dir)
+		defer closeLog()
+		env := exportEnv{db: db, key: key, log: log}
 		var names []string
 		if all {
 			rs, err := repos.List(c.Context, db.R())
@@ -155,7 +164,7 @@ func forEachRepo(c *cli.Context, verb string, fn func(forge.Root, *store.DB, ed2
 				if err != nil {
 					return nil, err
 				}
-				return fn(root, db, key, name, dir)
+				return fn(env, name, dir)
 			}()
 			if err != nil && !all {
 				return err

@@ -97,7 +97,11 @@ func checkCommit(oid, typ string, raw []byte, pub ed25519.PublicKey) (problem, p
 		return fmt.Sprintf("%s is a %s, not a commit", oid, typ), ""
 	}
 	payload, sig := splitSignature(raw)
-	for _, l := range strings.Split(string(payload[:bytes.Index(append(payload, '\n', '\n'), []byte("\n\n"))]), "\n") {
+	headers := payload
+	if i := bytes.Index(payload, []byte("\n\n")); i >= 0 {
+		headers = payload[:i]
+	}
+	for _, l := range strings.Split(string(headers), "\n") {
 		if p, ok := strings.CutPrefix(l, "parent "); ok {
 			if parent != "" {
 				return fmt.Sprintf("commit %s has more than one parent", oid), ""
