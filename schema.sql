@@ -233,6 +233,8 @@ CREATE TABLE deliveries (
 CREATE INDEX deliveries_pending ON deliveries(state, next_at);
 -- The dispatcher's work list: a subscription's pending deliveries in event order.
 CREATE INDEX deliveries_pending_by_hook ON deliveries(webhook_id, event_id) WHERE state = 'pending';
+-- Pruning finished deliveries past the retention period, oldest first.
+CREATE INDEX deliveries_finished ON deliveries(started_at) WHERE state != 'pending';
 
 CREATE TABLE delivery_attempts (
   id          INTEGER PRIMARY KEY AUTOINCREMENT,
