@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func Interdiff(ctx context.Context, repoDir string, from, to Range, lim Limits) 
 	if err := os.Mkdir(objects, 0o700); err != nil {
 		return Result{}, fmt.Errorf("interdiff scratch dir: %w", err)
 	}
-	repoObjects, err := gitPath(ctx, repoDir, "objects")
+	repoObjects, err := objectsDir(ctx, repoDir)
 	if err != nil {
 		return Result{}, err
 	}
@@ -220,8 +221,17 @@ func (g git) run(ctx context.Context, stdin io.Reader, args ...string) (string, 
 	return out.String(), nil
 }
 
-func gitPath(ctx context.Context, dir, name string) (string, error) {
-	out, err := git{dir: dir}.run(ctx, nil, "rev-parse", "--path-format=absolute", "--git-path", name)
+// objectsDir is the repository's object directory: DIR/objects as git
+// lays it out, else whatever git says (a relocated one).
+func objectsDir(ctx context.Context, dir string) (string, error) {
+	abs, err := filepath.Abs(filepath.Join(dir, "objects"))
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(filepath.Join(abs, "pack")); err == nil && st.IsDir() {
+		return abs, nil
+	}
+	out, err := git{dir: dir}.run(ctx, nil, "rev-parse", "--path-format=absolute", "--git-path", "objects")
 	if err != nil {
 		return "", err
 	}

@@ -472,3 +472,27 @@ func TestInterdiffOversizedMergeFallsBack(t *testing.T) {
 		t.Fatalf("%+v %v", d, err)
 	}
 }
+
+// A path the author adds under a directory that the moved base made a file
+// is not slipped into the index (git would silently drop the file): it
+// goes through git apply, which refuses, and the interdiff says so.
+func TestInterdiffFileDirectoryClash(t *testing.T) {
+	r := newRepo(t)
+	base1 := r.commit("base", map[string]string{"f": "f\n"})
+	r.git("checkout", "-q", "-b", "topic")
+	c1 := r.commit("author adds a/b", map[string]string{"a/b": "author\n"})
+	r.git("checkout", "-q", "main")
+	base2 := r.commit("base adds a file a", map[string]string{"a": "base\n"})
+	r.git("checkout", "-q", "-b", "topic2")
+	c2 := r.commit("author moves to a2/b", map[string]string{"a2/b": "author\n"})
+	d, err := Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(d.Text, "deleted file mode") && strings.Contains(d.Text, "b/a\n") {
+		t.Fatalf("the base's file a was dropped from the replay:\n%s", d.Text)
+	}
+	if !d.Conflict {
+		t.Fatalf("want a conflict, got:\n%s", d.Text)
+	}
+}

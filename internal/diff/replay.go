@@ -67,19 +67,70 @@ func (g git) changes(ctx context.Context, a, b string) ([]change, error) {
 }
 
 // entries reads, from tree, the entries (blobs, trees, gitlinks) at the
-// paths in want, streaming the listing so only those are kept.
-func (g git) entries(ctx context.Context, tree string, want map[string]bool) (map[string]entry, error) {
-	cmd := g.cmd(ctx, "ls-tree", "-r", "-t", "-z", "--full-tree", tree)
+// changed paths and at their parent directories, reading only the
+// subtrees that lead there when the paths are few.
+func (g git) entries(ctx context.Context, tree string, paths, dirs map[string]bool) (map[string]entry, error) {
+	got := map[string]entry{}
+	if len(paths) > maxPathspecs {
+		all := map[string]bool{}
+		for p := range paths {
+			all[p] = true
+		}
+		for d := range dirs {
+			all[d] = true
+		}
+		return got, g.lsTree(ctx, tree, true, nil, all, got)
+	}
+	// -r -t with the paths lists them and every tree on the way there.
+	if err := g.lsTree(ctx, tree, true, keys(paths), paths, got); err != nil {
+		return nil, err
+	}
+	// A directory not listed is absent, or a file where a directory is
+	// wanted; without -r its own entry shows which.
+	var unseen []string
+	for d := range dirs {
+		if _, ok := got[d]; !ok && !paths[d] {
+			unseen = append(unseen, d)
+		}
+	}
+	if len(unseen) == 0 {
+		return got, nil
+	}
+	if len(unseen) > maxPathspecs {
+		unseen = nil // list everything
+	}
+	return got, g.lsTree(ctx, tree, unseen == nil, unseen, dirs, got)
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// lsTree streams git ls-tree of tree (recursive with trees shown, or not),
+// limited to pathspecs when given, into got for the paths in want.
+func (g git) lsTree(ctx context.Context, tree string, recursive bool, pathspecs []string, want map[string]bool, got map[string]entry) error {
+	args := []string{"--literal-pathspecs", "ls-tree", "-z", "--full-tree"}
+	if recursive {
+		args = append(args, "-r", "-t")
+	}
+	args = append(args, tree)
+	if pathspecs != nil {
+		args = append(append(args, "--"), pathspecs...)
+	}
+	cmd := g.cmd(ctx, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var errb bytes.Buffer
 	cmd.Stderr = &limitedBuffer{max: 64 << 10, b: &errb}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("git ls-tree: %w", err)
+		return fmt.Errorf("git ls-tree: %w", err)
 	}
-	got := map[string]entry{}
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	var rerr error
 	for {
@@ -97,9 +148,9 @@ func (g git) entries(ctx context.Context, tree string, want map[string]bool) (ma
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return nil, fmt.Errorf("git ls-tree %s: %w: %s", tree, err, strings.TrimSpace(errb.String()))
+		return fmt.Errorf("git ls-tree %s: %w: %s", tree, err, strings.TrimSpace(errb.String()))
 	}
-	return got, rerr
+	return rerr
 }
 
 func parents(p string) []string {
@@ -114,16 +165,16 @@ func parents(p string) []string {
 // are (base has what from's base had at every path involved, and nothing
 // in the way of a new path) and the paths that need a three-way apply.
 func (g git) plan(ctx context.Context, cs []change, base string) (index []string, merge []string, err error) {
-	want := map[string]bool{}
+	paths, dirs := map[string]bool{}, map[string]bool{}
 	for _, c := range cs {
 		for _, p := range []string{c.src, c.dst} {
-			want[p] = true
+			paths[p] = true
 			for _, d := range parents(p) {
-				want[d] = true
+				dirs[d] = true
 			}
 		}
 	}
-	have, err := g.entries(ctx, base, want)
+	have, err := g.entries(ctx, base, paths, dirs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -238,13 +289,14 @@ func (g git) replay(ctx context.Context, from Range, base string, bigFile int64)
 	if ctx.Err() != nil {
 		return "", nil, ctx.Err()
 	}
-	applyErr := err
-	unmerged, err := g.run(ctx, nil, "ls-files", "-z", "--unmerged")
+	// git apply --3way exits non-zero when it leaves anything unmerged,
+	// and index entries alone never conflict.
 	if err != nil {
-		return "", nil, err
-	}
-	conflicts = unmergedPaths(unmerged)
-	if applyErr != nil || len(conflicts) > 0 {
+		unmerged, lerr := g.run(ctx, nil, "ls-files", "-z", "--unmerged")
+		if lerr != nil {
+			return "", nil, lerr
+		}
+		conflicts = unmergedPaths(unmerged)
 		if conflicts == nil {
 			conflicts = []string{}
 		}
