@@ -185,7 +185,7 @@ func run(nFiles, runs int) error {
 		{"revision diff (a 50 MB blob)",
 			func() error { _, err := diff.Revision(ctx, repo, diff.Range{Base: b2, Commit: bigC}, lim); return err },
 			map[string][]string{"git diff": {"diff", b2, bigC}}},
-		{"interdiff onto a moved base (50 MB blob carried over)",
+		{"interdiff of a revision adding a 50 MB blob",
 			func() error {
 				_, err := diff.Interdiff(ctx, repo, diff.Range{Base: b2, Commit: bigC}, diff.Range{Base: b2, Commit: bigC}, lim)
 				return err
