@@ -39,11 +39,14 @@ const repo = "bench.git"
 
 func main() {
 	n := flag.Int("n", 2000, "in-process operations of each kind")
-	procs := flag.Int("procs", 64, "racing processes")
+	procs := flag.Int("procs", 64, "racing processes (0: in-process figures only)")
 	rounds := flag.Int("rounds", 5, "process races of each kind (median printed)")
 	bin := flag.String("bin", "", "collab-hook binary (default: build it)")
 	dir := flag.String("dir", "", "work directory on the disk to measure (default: a temporary one)")
 	flag.Parse()
+	if *procs == 0 {
+		*rounds = 0
+	}
 	if err := run(*n, *procs, *rounds, *bin, *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/leases:", err)
 		os.Exit(1)
@@ -58,6 +61,9 @@ func run(n, procs, rounds int, bin, dir string) error {
 	defer os.RemoveAll(work)
 	if err := inProcess(filepath.Join(work, "inproc.db"), n); err != nil {
 		return err
+	}
+	if rounds == 0 {
+		return nil
 	}
 	if bin == "" {
 		bin = filepath.Join(work, "collab-hook")
