@@ -53,6 +53,9 @@ type Options struct {
 	SweepEvery time.Duration
 	// Sweep announces expired leases; default leases.SweepExpired.
 	Sweep func(ctx context.Context, db *store.DB, now time.Time) (int, error)
+	// Retention is how long finished deliveries and their attempts stay
+	// in the log (pending ones stay until they finish). Default 30 days.
+	Retention time.Duration
 	// Client sends the POSTs; default a client with Timeout that does
 	// not follow redirects.
 	Client *http.Client
@@ -77,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Sweep == nil {
 		o.Sweep = leases.SweepExpired
+	}
+	if o.Retention <= 0 {
+		o.Retention = 30 * 24 * time.Hour
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{
@@ -163,11 +169,16 @@ func (d *dispatcher) enqueue(r subs.Record) <-chan error {
 	return done
 }
 
+// pruneEvery is how often the delivery log is pruned.
+const pruneEvery = time.Hour
+
 // sweepLoop announces expired leases at once (catching those that expired
-// while collab-web was down) and then every SweepEvery.
+// while collab-web was down) and then every SweepEvery; it also prunes the
+// delivery log, at start and then hourly.
 func (d *dispatcher) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(d.opts.SweepEvery)
 	defer t.Stop()
+	var pruned time.Time
 	for {
 		n, err := d.opts.Sweep(ctx, d.db, time.Now())
 		switch {
@@ -176,11 +187,35 @@ func (d *dispatcher) sweepLoop(ctx context.Context) {
 		case n > 0:
 			d.log.Info("leases expired", "count", n)
 		}
+		if time.Since(pruned) >= pruneEvery {
+			pruned = time.Now()
+			d.prune(ctx, pruned.Add(-d.opts.Retention))
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// prune deletes finished deliveries older than cutoff, a thousand per
+// transaction so that hook writers never wait long behind it.
+func (d *dispatcher) prune(ctx context.Context, cutoff time.Time) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := subs.Prune(ctx, d.db, cutoff, 1000)
+		total += n
+		if err != nil {
+			d.log.Error("prune delivery log", "err", err)
+			break
+		}
+		if n < 1000 {
+			break
+		}
+	}
+	if total > 0 {
+		d.log.Info("delivery log pruned", "deliveries", total, "before", store.FormatTime(cutoff))
 	}
 }
 

@@ -494,3 +494,42 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// Prune deletes up to limit finished deliveries (delivered or failed) that
+// started before cutoff, with their attempts, oldest first, and returns how
+// many. Pending deliveries stay, however old.
+func Prune(ctx context.Context, db *store.DB, cutoff time.Time, limit int) (int, error) {
+	var n int
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM deliveries INDEXED BY deliveries_finished
+			WHERE state != 'pending' AND started_at < ? ORDER BY started_at LIMIT ?`, store.FormatTime(cutoff), limit)
+		if err != nil {
+			return fmt.Errorf("find old deliveries: %w", err)
+		}
+		var ids []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("find old deliveries: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("find old deliveries: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		in := "(?" + strings.Repeat(", ?", len(ids)-1) + ")"
+		if _, err := tx.ExecContext(ctx, "DELETE FROM delivery_attempts WHERE delivery_id IN "+in, ids...); err != nil {
+			return fmt.Errorf("prune attempts: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM deliveries WHERE id IN "+in, ids...); err != nil {
+			return fmt.Errorf("prune deliveries: %w", err)
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, err
+}

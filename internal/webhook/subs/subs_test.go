@@ -2,12 +2,14 @@ package subs
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -132,5 +134,56 @@ func TestAddStartsAtEndAndFilters(t *testing.T) {
 	}
 	if l, _ := List(ctx, db.R(), false); len(l) != 0 {
 		t.Errorf("list after remove: %+v", l)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := Add(ctx, db, "http://x/", "", nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, young := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
+	var recs []Record
+	for i, c := range []struct {
+		at    time.Time
+		state string
+	}{{old, "delivered"}, {old, "failed"}, {old, "pending"}, {young, "delivered"}, {old, "delivered"}} {
+		if _, err := db.R().Exec("INSERT INTO events(event, repo, actor, at, data) VALUES ('issue.filed', 'demo.git', 'ada', ?, '{}')", store.FormatTime(c.at)); err != nil {
+			t.Fatal(err)
+		}
+		ev := events.Event{ID: int64(i + 1), At: store.FormatTime(c.at)}
+		recs = append(recs, Record{Hook: s.ID, Event: ev, Outcome: Outcome{At: c.at, State: c.state, NextAt: now}})
+	}
+	if err := Write(ctx, db, recs); err != nil {
+		t.Fatal(err)
+	}
+	cutoff := now.Add(-30 * 24 * time.Hour)
+	if n, err := Prune(ctx, db, cutoff, 2); n != 2 || err != nil {
+		t.Fatalf("first prune: %d, %v", n, err)
+	}
+	if n, err := Prune(ctx, db, cutoff, 2); n != 1 || err != nil {
+		t.Fatalf("second prune: %d, %v", n, err)
+	}
+	ds, err := Deliveries(ctx, db.R(), s.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, d := range ds {
+		left = append(left, fmt.Sprintf("%d:%s", d.EventID, d.State))
+	}
+	if !slices.Equal(left, []string{"4:delivered", "3:pending"}) {
+		t.Errorf("left %v", left)
+	}
+	var attempts int
+	if err := db.R().QueryRow("SELECT count(*) FROM delivery_attempts").Scan(&attempts); err != nil || attempts != 2 {
+		t.Errorf("attempts left %d, %v", attempts, err)
 	}
 }
