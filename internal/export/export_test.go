@@ -771,3 +771,32 @@ func TestConcurrentExports(t *testing.T) {
 		t.Fatalf("two concurrent exports moved %d refs, want 5 in all", moved)
 	}
 }
+
+// Enough records for several compression batches: they arrive as one
+// checked pack, and read back whole.
+func TestExportWritesOnePack(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.populate()
+	for i := 0; i < 40; i++ {
+		id := f.addIssue(w, 100+i, "open")
+		for c := 0; c < 8; c++ {
+			f.addComment(w, id, 100+i*8+c)
+		}
+	}
+	res, err := f.x.Export(f.ctx, repoKey, f.git, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Objects <= 2*packBatch {
+		t.Fatalf("only %d objects: the test should span several batches", res.Objects)
+	}
+	counts := run(t, f.git, "git", "count-objects", "-v")
+	if !strings.HasPrefix(counts, "count: 0\n") || !strings.Contains(counts, "\npacks: 1\n") {
+		t.Fatalf("objects not stored as one pack:\n%s", counts)
+	}
+	run(t, f.git, "git", "fsck", "--strict", "--no-dangling")
+	got := readBack(t, clone(t, f.git))
+	if !reflect.DeepEqual(got.issues, w.issues) || !reflect.DeepEqual(got.comments, w.comments) {
+		t.Fatalf("records read back differ from the database")
+	}
+}

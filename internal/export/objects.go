@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,27 +105,48 @@ func buildTree(files []file) (string, []object) {
 	return t.oid, append(objs, t)
 }
 
-// packWriter streams objects as a version 2 pack without deltas.
-type packWriter struct {
-	w    io.Writer
-	zbuf bytes.Buffer
-	z    *zlib.Writer
-}
+// packBatch is how many objects one compression job takes.
+const packBatch = 256
 
-// writePack writes objs to w as a pack, for git index-pack or
-// unpack-objects to check and store: one process for any number of objects.
+// writePack writes objs to w as a pack without deltas, for git index-pack
+// or unpack-objects to check and store: one process for any number of
+// objects. Compressing small objects costs more than anything else an
+// export does, so batches are compressed on every CPU while earlier ones
+// are written, in order.
 func writePack(w io.Writer, objs []object) error {
 	h := sha1.New()
 	mw := io.MultiWriter(w, h)
-	p := packWriter{w: mw}
-	p.z, _ = zlib.NewWriterLevel(&p.zbuf, zlib.BestSpeed)
 	hdr := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(objs)))
 	if _, err := mw.Write(hdr); err != nil {
 		return err
 	}
-	for _, o := range objs {
-		if err := p.add(o); err != nil {
+	n := (len(objs) + packBatch - 1) / packBatch
+	results := make([]chan []byte, n)
+	for i := range results {
+		results[i] = make(chan []byte, 1)
+	}
+	// At most 2×CPUs batches are in flight, so memory stays bounded when
+	// git reads slower than we compress.
+	slots := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 0; i < n; i++ {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
+			}
+			go func(i int) {
+				results[i] <- compressBatch(objs[i*packBatch : min((i+1)*packBatch, len(objs))])
+			}(i)
+		}
+	}()
+	for i := 0; i < n; i++ {
+		b := <-results[i]
+		<-slots
+		if _, err := mw.Write(b); err != nil {
 			return err
 		}
 	}
@@ -132,33 +154,30 @@ func writePack(w io.Writer, objs []object) error {
 	return err
 }
 
-func (p *packWriter) add(o object) error {
-	var hdr [16]byte
-	size := uint64(len(o.data))
-	n := 0
-	c := byte(o.typ<<4) | byte(size&0x0f)
-	size >>= 4
-	for size > 0 {
-		hdr[n] = c | 0x80
-		n++
-		c = byte(size & 0x7f)
-		size >>= 7
+// compressBatch returns the pack entries of objs: each a type-and-size
+// header and the zlib stream of the object.
+func compressBatch(objs []object) []byte {
+	var out bytes.Buffer
+	z, _ := zlib.NewWriterLevel(&out, zlib.BestSpeed) // a valid level: no error
+	for _, o := range objs {
+		var hdr [16]byte
+		size := uint64(len(o.data))
+		n := 0
+		c := byte(o.typ<<4) | byte(size&0x0f)
+		size >>= 4
+		for size > 0 {
+			hdr[n] = c | 0x80
+			n++
+			c = byte(size & 0x7f)
+			size >>= 7
+		}
+		hdr[n] = c
+		out.Write(hdr[:n+1])
+		z.Reset(&out)
+		z.Write(o.data) // writes to a bytes.Buffer cannot fail
+		z.Close()
 	}
-	hdr[n] = c
-	n++
-	p.zbuf.Reset()
-	p.z.Reset(&p.zbuf)
-	if _, err := p.z.Write(o.data); err != nil {
-		return err
-	}
-	if err := p.z.Close(); err != nil {
-		return err
-	}
-	if _, err := p.w.Write(hdr[:n]); err != nil {
-		return err
-	}
-	_, err := p.w.Write(p.zbuf.Bytes())
-	return err
+	return out.Bytes()
 }
 
 // Commit identity: the export is the forge speaking, not any user.
