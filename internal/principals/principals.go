@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -21,12 +20,28 @@ import (
 // AllRepos is the grant target meaning every repository.
 const AllRepos = "*"
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+// validName reports whether name matches [a-z0-9][a-z0-9._-]{0,63}. It is
+// a loop rather than a regexp because every serve checks it at start-up.
+func validName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // CheckName refuses a principal name that could not safely be written into
 // a forced command, and the reserved ones.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !validName(name) {
 		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
 	}
 	if name == access.Local {
