@@ -272,26 +272,26 @@ func SetState(ctx context.Context, db *store.DB, repo, patchID, state, actor str
 // Merge records by hand that patch patchID was merged as commit (a full or
 // abbreviated oid), which must be reachable from the patch's target
 // branch in repoDir: the fallback for a merge the scan did not see. It
-// returns the merge record.
-func Merge(ctx context.Context, db *store.DB, repoDir, repo, patchID, commit, actor string, now time.Time) (patches.Merge, error) {
+// returns the merge record; recorded is false when the patch already was
+// merged as that very commit (a repeated call is a no-op).
+func Merge(ctx context.Context, db *store.DB, repoDir, repo, patchID, commit, actor string, now time.Time) (m patches.Merge, recorded bool, err error) {
 	if _, err := access.Require(ctx, db.R(), actor, repo, access.Write); err != nil {
-		return patches.Merge{}, err
+		return patches.Merge{}, false, err
 	}
 	p, ok, err := patches.Lookup(ctx, db.R(), repo, patchID)
 	if err != nil {
-		return patches.Merge{}, err
+		return patches.Merge{}, false, err
 	}
 	if !ok {
-		return patches.Merge{}, fault.New(fault.NotFound, "no patch %s", patchID)
+		return patches.Merge{}, false, fault.New(fault.NotFound, "no patch %s", patchID)
 	}
 	oid, err := resolveCommit(ctx, repoDir, commit)
 	if err != nil {
-		return patches.Merge{}, err
+		return patches.Merge{}, false, err
 	}
 	if err := reachable(ctx, repoDir, oid, p.Base); err != nil {
-		return patches.Merge{}, err
+		return patches.Merge{}, false, err
 	}
-	var m patches.Merge
 	err = db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := access.Require(ctx, tx, actor, repo, access.Write); err != nil {
 			return err
@@ -305,6 +305,13 @@ func Merge(ctx context.Context, db *store.DB, repoDir, repo, patchID, commit, ac
 		}
 		switch cur.State {
 		case patches.Merged:
+			if cur.Merge != nil && cur.Merge.Commit == oid {
+				m = *cur.Merge
+				return nil
+			}
+			if cur.Merge == nil {
+				return fault.New(fault.Conflict, "patch %s is already merged", patchID)
+			}
 			return fault.New(fault.Conflict, "patch %s is already merged (%s on %s)", patchID, cur.Merge.Commit, cur.Merge.Branch)
 		case patches.Closed:
 			return fault.New(fault.Conflict, "patch %s is closed: reopen it before recording its merge", patchID)
@@ -317,10 +324,11 @@ func Merge(ctx context.Context, db *store.DB, repoDir, repo, patchID, commit, ac
 			return fault.New(fault.Conflict, "patch %s is no longer open", patchID)
 		}
 		m = patches.Merge{Branch: cur.Base, Commit: oid, By: actor, At: store.FormatTime(now)}
+		recorded = true
 		return nil
 	})
 	if err != nil {
-		return patches.Merge{}, err
+		return patches.Merge{}, false, err
 	}
-	return m, nil
+	return m, recorded, nil
 }

@@ -529,17 +529,23 @@ func (env *Env) patchMerge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := review.Merge(c.Context, env.DB, dir, key, id, c.String("commit"), env.Principal, env.clock())
+	m, recorded, err := review.Merge(c.Context, env.DB, dir, key, id, c.String("commit"), env.Principal, env.clock())
 	if err != nil {
 		return err
 	}
-	env.logPatch(c.Context, "merge recorded by hand", key, id, "NEW_OID", m.Commit, "REF", "refs/heads/"+m.Branch)
+	if recorded {
+		env.logPatch(c.Context, "merge recorded by hand", key, id, "NEW_OID", m.Commit, "REF", "refs/heads/"+m.Branch)
+	}
 	p, err := patches.Get(c.Context, env.DB.R(), key, id)
 	if err != nil {
 		return err
 	}
 	out := env.patchView(p)
 	return env.Print(c, out, func(w io.Writer) {
+		if !recorded {
+			fmt.Fprintf(w, "patch %s was already merged: %s on %s, recorded by %s\n", id, m.Commit, m.Branch, m.By)
+			return
+		}
 		fmt.Fprintf(w, "patch %s merged: %s on %s, recorded by %s\n", id, m.Commit, m.Branch, m.By)
 	})
 }

@@ -318,7 +318,10 @@ func TestPatchReviewStory(t *testing.T) {
 	w.refused("bob", "patch merge demo 1234abcd --commit ffffffffffff", 4, "no commit")
 	w.git(w.work, "push", "-q", "origin", "topic:refs/heads/main")
 	w.ok("bob", "patch merge demo 1234abcd --commit "+topic[:10])
-	w.refused("bob", "patch merge demo 1234abcd --commit "+topic, 3, "already merged")
+	if out := w.ok("bob", "patch merge demo 1234abcd --commit "+topic); !strings.Contains(out, "was already merged: "+topic) {
+		t.Fatalf("repeated merge: %s", out)
+	}
+	w.refused("bob", "patch merge demo 1234abcd --commit "+w.git(w.work, "rev-parse", "main~1"), 3, "already merged ("+topic)
 	w.refused("bob", "patch reopen demo 1234abcd", 3, "is merged")
 	if err := json.Unmarshal([]byte(w.ok("bob", "patch show demo 1234abcd --json")), &show); err != nil {
 		t.Fatal(err)
