@@ -135,7 +135,7 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 	res.Objects = len(fresh)
 	stored := time.Now()
 	if _, err := g.run(ctx, &updates, "update-ref", "-m", "collab export", "--stdin"); err != nil {
-		return res, fmt.Errorf("move export refs (another export running?): %w", err)
+		return res, fmt.Errorf("move export refs: %w", err)
 	}
 	x.log().InfoContext(ctx, "export", "REPO", repo, "OUTCOME", "updated",
 		"records", res.Records, "updated", len(res.Updated), "objects", res.Objects,
