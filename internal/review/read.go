@@ -226,3 +226,18 @@ func Timeline(ctx context.Context, q store.Querier, p patches.Patch) ([]Entry, e
 	}
 	return out, nil
 }
+
+// Patch is a patch as the verbs print it (and the API may): the contract's
+// patch object whose reviews carry Outdated, plus the review summary.
+type Patch struct {
+	patches.Patch
+	Reviews []View  `json:"reviews"`
+	Summary Summary `json:"summary"`
+}
+
+// Describe adds the review views and summary to p (read with patches.Get,
+// or with its Reviews filled).
+func Describe(p patches.Patch) Patch {
+	latest := p.Head().Number
+	return Patch{Patch: p, Reviews: Views(p.Reviews, latest), Summary: Summarize(p.Reviews, latest)}
+}

@@ -100,10 +100,8 @@ func patchCommand(env *Env) *cli.Command {
 // patchJSON is the contract's patch object with the reviews marked
 // outdated or not, the review summary and the web link.
 type patchJSON struct {
-	patches.Patch
-	Reviews []review.View  `json:"reviews"`
-	Summary review.Summary `json:"summary"`
-	URL     string         `json:"url,omitempty"`
+	review.Patch
+	URL string `json:"url,omitempty"`
 }
 
 // patchShowJSON adds the timeline for patch show.
@@ -131,13 +129,7 @@ func (env *Env) patchURL(key, id string) string {
 }
 
 func (env *Env) patchView(p patches.Patch) patchJSON {
-	latest := p.Head().Number
-	return patchJSON{
-		Patch:   p,
-		Reviews: review.Views(p.Reviews, latest),
-		Summary: review.Summarize(p.Reviews, latest),
-		URL:     env.patchURL(p.Repo, p.ID),
-	}
+	return patchJSON{Patch: review.Describe(p), URL: env.patchURL(p.Repo, p.ID)}
 }
 
 // patchRepo turns a client-given repository name into its key after
