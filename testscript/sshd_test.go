@@ -52,6 +52,9 @@ package testscript
 //	    to $WORK/journal.jsonl as one JSON object of its fields, e.g.
 //	    {"MESSAGE":"pre-receive","PRINCIPAL":"alice","REPO":"demo.git",…},
 //	    so scripts can `grep '"REF":"refs/heads/main"' journal.jsonl`.
+//	journal-flush
+//	    Waits until every entry sent so far is in journal.jsonl; call it
+//	    before grepping the file.
 //	gitdaemon-start
 //	    Starts `git daemon` on a free 127.0.0.1 port over $ROOT/repos
 //	    (public repositories only: those with git-daemon-export-ok), stopped
@@ -63,6 +66,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -74,6 +78,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 )
 
 // sshdCmds start and drive a real sshd for a script.
@@ -86,6 +91,7 @@ func sshdCmds() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"ssh-use":         cmdSSHUse,
 		"gitdaemon-start": cmdGitDaemonStart,
 		"journal-listen":  cmdJournalListen,
+		"journal-flush":   cmdJournalFlush,
 	}
 }
 
@@ -409,13 +415,24 @@ func cmdJournalListen(ts *testscript.TestScript, neg bool, args []string) {
 	go func() {
 		defer close(done)
 		buf := make([]byte, 1<<20)
+		oob := make([]byte, 64)
 		for {
-			n, err := conn.Read(buf)
+			n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
 			if err != nil {
 				return
 			}
-			fields, err := decodeJournal(buf[:n])
-			if err != nil {
+			data := buf[:n]
+			if oobn > 0 {
+				// An entry too big for a datagram arrives as a memfd.
+				data, err = readMemfd(oob[:oobn])
+				if err != nil {
+					data = nil
+				}
+			}
+			var fields map[string]string
+			if nonce, ok := strings.CutPrefix(string(data), journalFlushMarker); ok {
+				fields = map[string]string{"TEST_FLUSH": nonce}
+			} else if fields, err = decodeJournal(data); err != nil {
 				fields = map[string]string{"DECODE_ERROR": err.Error()}
 			}
 			b, _ := json.Marshal(fields)
@@ -429,6 +446,52 @@ func cmdJournalListen(ts *testscript.TestScript, neg bool, args []string) {
 		os.RemoveAll(dir)
 	})
 	ts.Setenv("COLLAB_JOURNAL_SOCKET", path)
+}
+
+// journalFlushMarker is a datagram no journal client sends.
+const journalFlushMarker = "\x00collab-test-flush\x00"
+
+func cmdJournalFlush(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: journal-flush")
+	}
+	path := ts.Getenv("COLLAB_JOURNAL_SOCKET")
+	if path == "" {
+		ts.Fatalf("journal-flush: no journal-listen in this script")
+	}
+	// Datagrams on one socket are read in order: once the listener has
+	// written the marker's line, everything sent before it is in the file.
+	nonce := strconv.FormatInt(time.Now().UnixNano(), 36)
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	ts.Check(err)
+	defer c.Close()
+	_, err = c.Write([]byte(journalFlushMarker + nonce))
+	ts.Check(err)
+	want := `"TEST_FLUSH":"` + nonce + `"`
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(ts.Getenv("WORK"), "journal.jsonl"))
+		if bytes.Contains(b, []byte(want)) {
+			return
+		}
+	}
+	ts.Fatalf("journal-flush: the listener did not catch up")
+}
+
+func readMemfd(oob []byte) ([]byte, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(msgs) == 0 {
+		return nil, fmt.Errorf("control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) == 0 {
+		return nil, fmt.Errorf("rights: %v", err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "memfd")
+	defer f.Close()
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
 }
 
 // decodeJournal parses one datagram of journald's native protocol.
