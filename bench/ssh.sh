@@ -32,8 +32,10 @@ mkdir -p "$top/bench/out"
 w=$(mktemp -d "$top/bench/out/ssh.XXXXXX")
 chmod 755 "$w"
 pids=()
+made_user=
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ -n "$made_user" ] && userdel -r "$made_user" >/dev/null 2>&1
 	rm -rf "$w"
 }
 trap cleanup EXIT
@@ -59,6 +61,8 @@ root=$w/root
 hook() { "$bin/collab-hook" --root "$root" "$@"; }
 hook init --url http://bench.test >/dev/null
 hook repo create bench >/dev/null
+hook repo create nohooks >/dev/null
+rm -f "$root"/repos/nohooks.git/hooks/*
 hook user add bench >/dev/null
 git init -q --bare "$w/plain.git"
 rm -f "$w"/plain.git/hooks/*.sample
@@ -68,11 +72,13 @@ ssh-keygen -q -t ed25519 -N '' -f "$w/id_plain"
 ssh-keygen -q -t ed25519 -N '' -f "$w/id_gitolite"
 hook key add bench "$(cat "$w/id_collab.pub")" >/dev/null
 hook grant bench bench write >/dev/null
+hook grant bench nohooks write >/dev/null
 
 # --- gitolite3, set up for its own user as RECIPES.md says -----------------
 gl=collabbench-gl
 if ! id "$gl" >/dev/null 2>&1; then
 	useradd --create-home --shell /bin/sh "$gl"
+	made_user=$gl
 fi
 usermod -p '*' "$gl"
 glhome=$(getent passwd "$gl" | cut -d: -f6)
@@ -192,15 +198,17 @@ chmod +x "$w/fake-collab" "$w/fake-plain"
 url[l_hookless]="ssh://local$w/plain.git";  sshcmd[l_hookless]=$w/fake-plain
 url[l_collab]="ssh://local/bench.git";      sshcmd[l_collab]=$w/fake-collab
 url[l_collab_for]="ssh://local/bench.git";  sshcmd[l_collab_for]=$w/fake-collab
+url[l_serve]="ssh://local/nohooks.git";     sshcmd[l_serve]=$w/fake-collab
 ref() { case "$1" in collab_for|l_collab_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
-for t in l_hookless l_collab l_collab_for; do
+for t in l_hookless l_collab l_collab_for l_serve; do
 	src=${t#l_}
+	[ "$src" = serve ] && src=hookless
 	cp -r "$w/c-$src" "$w/c-$t"
 	git -C "$w/c-$t" remote set-url origin "${url[$t]}"
 	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$w/c-$t" fetch -q origin
 	git -C "$w/c-$t" reset -q --hard origin/main 2>/dev/null || true
 done
-ltargets=(l_hookless l_collab l_collab_for)
+ltargets=(l_hookless l_serve l_collab l_collab_for)
 for i in $(seq "$N"); do
 	for t in "${ltargets[@]}"; do
 		times[$t]+="$(push_once "$t" "$w/c-$t" "x$i") "
@@ -212,6 +220,7 @@ for t in "${ltargets[@]}"; do med[$t]=$(echo "${times[$t]}" | tr ' ' '\n' | grep
 extra() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f", a - b }'; }
 printf '%-34s %10s %8s\n' "push without ssh (stand-in)" "median ms" "extra ms"
 printf '%-34s %10s %8s\n' "hookless git-receive-pack" "${med[l_hookless]}" "0"
+printf '%-34s %10s %8s\n' "collab serve alone (hooks removed)" "${med[l_serve]}" "$(extra "${med[l_serve]}" "${med[l_hookless]}")"
 printf '%-34s %10s %8s\n' "collab serve + hooks, branch" "${med[l_collab]}" "$(extra "${med[l_collab]}" "${med[l_hookless]}")"
 printf '%-34s %10s %8s\n' "collab serve + hooks, refs/for" "${med[l_collab_for]}" "$(extra "${med[l_collab_for]}" "${med[l_hookless]}")"
 echo "goal: <= 15 ms extra for a branch push, <= 30 ms for refs/for"
