@@ -199,25 +199,37 @@ func nullable(s sql.NullString) *string {
 	return &s.String
 }
 
-// load reads every issue and patch of repo in one read transaction and
-// turns them into records, issues first. Rows whose ids are not valid hex
-// ids are skipped and counted in skipped: they could not name a ref.
-func load(ctx context.Context, db *store.DB, repo string, now time.Time) (recs []*record, skipped int, err error) {
-	err = db.Read(ctx, func(tx *sql.Tx) error {
+// load reads every issue and patch of repo in one read transaction (kept
+// to the reads: a long reader stops the WAL from resetting) and then turns
+// them into records, issues first. Rows whose ids are not valid hex ids are
+// skipped and counted in skipped: they could not name a ref.
+func load(ctx context.Context, db *store.DB, repo string, now time.Time) ([]*record, int, error) {
+	var issues, patches func() ([]*record, error)
+	var skipped int
+	err := db.Read(ctx, func(tx *sql.Tx) error {
 		var err error
-		recs, skipped, err = loadIssues(ctx, tx, repo, now)
-		if err != nil {
+		var n int
+		if issues, skipped, err = loadIssues(ctx, tx, repo, now); err != nil {
 			return err
 		}
-		ps, n, err := loadPatches(ctx, tx, repo)
-		if err != nil {
+		if patches, n, err = loadPatches(ctx, tx, repo); err != nil {
 			return err
 		}
-		recs = append(recs, ps...)
 		skipped += n
 		return nil
 	})
-	return recs, skipped, err
+	if err != nil {
+		return nil, 0, err
+	}
+	recs, err := issues()
+	if err != nil {
+		return nil, 0, err
+	}
+	ps, err := patches()
+	if err != nil {
+		return nil, 0, err
+	}
+	return append(recs, ps...), skipped, nil
 }
 
 // each runs fn on every row of query.
@@ -235,7 +247,10 @@ func each(ctx context.Context, q store.Querier, query string, args []any, fn fun
 	return rows.Err()
 }
 
-func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time) ([]*record, int, error) {
+// loadIssues reads the issues of repo with their comments, tenures and
+// links, and returns the function that turns them into records, to be run
+// once the read transaction is over.
+func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time) (func() ([]*record, error), int, error) {
 	type issueRec struct {
 		issue    Issue
 		comments []Comment
@@ -319,37 +334,41 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 		return nil, 0, fmt.Errorf("read patch links of %s: %w", repo, err)
 	}
 
-	recs := make([]*record, 0, len(order))
-	for _, ir := range order {
-		i := ir.issue
-		r := &record{
-			ref:     IssueRef(i.ID),
-			subject: oneLine("issue "+i.ID[:min(len(i.ID), 12)]+": "+i.Title, 72),
-			body: fmt.Sprintf("Issue %s in %s: %s, %d comment(s), %d lease tenure(s).",
-				i.ID, repo, i.State, len(ir.comments), len(ir.tenures)),
-		}
-		r.seen(&i.CreatedAt, &i.UpdatedAt, i.ClosedAt)
-		if err := r.add(IssueFile, i); err != nil {
-			return nil, 0, err
-		}
-		for n, c := range ir.comments {
-			r.seen(&c.CreatedAt)
-			if err := r.add(CommentsDir+"/"+seqName(n+1, c.ID), c); err != nil {
-				return nil, 0, err
+	return func() ([]*record, error) {
+		recs := make([]*record, 0, len(order))
+		for _, ir := range order {
+			i := ir.issue
+			r := &record{
+				ref:     IssueRef(i.ID),
+				subject: oneLine("issue "+i.ID[:min(len(i.ID), 12)]+": "+i.Title, 72),
+				body: fmt.Sprintf("Issue %s in %s: %s, %d comment(s), %d lease tenure(s).",
+					i.ID, repo, i.State, len(ir.comments), len(ir.tenures)),
 			}
-		}
-		for _, t := range ir.tenures {
-			r.seen(&t.AcquiredAt, t.EndedAt)
-			if err := r.add(fmt.Sprintf("%s/%06d.json", TenuresDir, t.Token), t); err != nil {
-				return nil, 0, err
+			r.seen(&i.CreatedAt, &i.UpdatedAt, i.ClosedAt)
+			if err := r.add(IssueFile, i); err != nil {
+				return nil, err
 			}
+			for n, c := range ir.comments {
+				r.seen(&c.CreatedAt)
+				if err := r.add(CommentsDir+"/"+seqName(n+1, c.ID), c); err != nil {
+					return nil, err
+				}
+			}
+			for _, t := range ir.tenures {
+				r.seen(&t.AcquiredAt, t.EndedAt)
+				if err := r.add(fmt.Sprintf("%s/%06d.json", TenuresDir, t.Token), t); err != nil {
+					return nil, err
+				}
+			}
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
-	}
-	return recs, skipped, nil
+		return recs, nil
+	}, skipped, nil
 }
 
-func loadPatches(ctx context.Context, q store.Querier, repo string) ([]*record, int, error) {
+// loadPatches is loadIssues for patches, with their revisions, reviews,
+// state changes and linked issues.
+func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*record, error), int, error) {
 	type patchRec struct {
 		patch     Patch
 		revisions []Revision
@@ -451,41 +470,43 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) ([]*record, 
 		return nil, 0, fmt.Errorf("read issue links of %s: %w", repo, err)
 	}
 
-	recs := make([]*record, 0, len(order))
-	for _, pr := range order {
-		p := pr.patch
-		r := &record{
-			ref:     PatchRef(p.ID),
-			subject: oneLine("patch "+p.ID[:min(len(p.ID), 12)]+": "+p.Title, 72),
-			body: fmt.Sprintf("Patch %s in %s against %s: %s, %d revision(s), %d review(s).",
-				p.ID, repo, p.Base, p.State, len(pr.revisions), len(pr.reviews)),
-		}
-		r.seen(&p.CreatedAt, &p.UpdatedAt)
-		if p.Merge != nil {
-			r.seen(&p.Merge.At)
-		}
-		if err := r.add(PatchFile, p); err != nil {
-			return nil, 0, err
-		}
-		for _, v := range pr.revisions {
-			r.seen(&v.CreatedAt)
-			if err := r.add(fmt.Sprintf("%s/%06d.json", RevisionDir, v.Number), v); err != nil {
-				return nil, 0, err
+	return func() ([]*record, error) {
+		recs := make([]*record, 0, len(order))
+		for _, pr := range order {
+			p := pr.patch
+			r := &record{
+				ref:     PatchRef(p.ID),
+				subject: oneLine("patch "+p.ID[:min(len(p.ID), 12)]+": "+p.Title, 72),
+				body: fmt.Sprintf("Patch %s in %s against %s: %s, %d revision(s), %d review(s).",
+					p.ID, repo, p.Base, p.State, len(pr.revisions), len(pr.reviews)),
 			}
-		}
-		for n, v := range pr.reviews {
-			r.seen(&v.CreatedAt)
-			if err := r.add(ReviewsDir+"/"+seqName(n+1, v.ID), v); err != nil {
-				return nil, 0, err
+			r.seen(&p.CreatedAt, &p.UpdatedAt)
+			if p.Merge != nil {
+				r.seen(&p.Merge.At)
 			}
-		}
-		for n, v := range pr.states {
-			r.seen(&v.At)
-			if err := r.add(fmt.Sprintf("%s/%06d.json", StatesDir, n+1), v); err != nil {
-				return nil, 0, err
+			if err := r.add(PatchFile, p); err != nil {
+				return nil, err
 			}
+			for _, v := range pr.revisions {
+				r.seen(&v.CreatedAt)
+				if err := r.add(fmt.Sprintf("%s/%06d.json", RevisionDir, v.Number), v); err != nil {
+					return nil, err
+				}
+			}
+			for n, v := range pr.reviews {
+				r.seen(&v.CreatedAt)
+				if err := r.add(ReviewsDir+"/"+seqName(n+1, v.ID), v); err != nil {
+					return nil, err
+				}
+			}
+			for n, v := range pr.states {
+				r.seen(&v.At)
+				if err := r.add(fmt.Sprintf("%s/%06d.json", StatesDir, n+1), v); err != nil {
+					return nil, err
+				}
+			}
+			recs = append(recs, r)
 		}
-		recs = append(recs, r)
-	}
-	return recs, skipped, nil
+		return recs, nil
+	}, skipped, nil
 }
