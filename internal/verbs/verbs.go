@@ -6,7 +6,6 @@ package verbs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -193,12 +192,4 @@ func Args(c *cli.Context, names ...string) ([]string, error) {
 		return nil, fault.New(fault.Usage, "usage: %s %s", c.Command.FullName(), strings.ToUpper(strings.Join(names, " ")))
 	}
 	return c.Args().Slice(), nil
-}
-
-var errNotImplemented = errors.New("not implemented yet")
-
-func notYet(name string) *cli.Command {
-	return &cli.Command{Name: name, Action: func(*cli.Context) error {
-		return fault.Wrap(errNotImplemented, name+": not implemented yet")
-	}}
 }
