@@ -8,6 +8,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,9 +73,13 @@ var gitPrograms = map[string]struct {
 func Run(ctx context.Context, r *Request) int {
 	start := time.Now()
 	log := r.Log.With("PRINCIPAL", r.Principal)
+	jsonOut := false // a verb line asked for --json: refusals are JSON too
 	refuse := func(err error, attrs ...any) int {
 		fe := fault.As(err)
 		fmt.Fprintf(r.Stderr, "collab: %s\n", oneLine(fe.Msg))
+		if jsonOut {
+			_ = json.NewEncoder(r.Stdout).Encode(map[string]string{"error": fe.Msg})
+		}
 		attrs = append(attrs, "OUTCOME", "refused", "error", err.Error(), "DURATION_MS", time.Since(start).Milliseconds())
 		log.WarnContext(ctx, "ssh command refused", attrs...)
 		return fault.ExitCode(err)
@@ -85,6 +90,11 @@ func Run(ctx context.Context, r *Request) int {
 	words, err := shellwords.Split(r.Command)
 	if err != nil {
 		return refuse(err, "command", clip(r.Command))
+	}
+	if len(words) > 0 {
+		if _, isGit := gitProgram(words); !isGit {
+			jsonOut = wantsJSON(words)
+		}
 	}
 	db, err := r.Root.Open(ctx)
 	if err != nil {
@@ -427,6 +437,18 @@ func getenv(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+func wantsJSON(words []string) bool {
+	for _, w := range words {
+		if w == "--" {
+			return false
+		}
+		if w == "--json" || w == "-json" || w == "--json=true" {
+			return true
+		}
+	}
+	return false
 }
 
 func outcome(code int) string {

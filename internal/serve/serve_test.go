@@ -349,3 +349,17 @@ func TestVerbRepo(t *testing.T) {
 		}
 	}
 }
+
+// A verb line with --json gets its refusal as JSON on stdout too, even when
+// serve itself refuses before any verb runs.
+func TestJSONRefusal(t *testing.T) {
+	f := setup(t)
+	res := f.run(t, "gone", "whoami --json", nil)
+	if res.code != 5 || res.stdout != "{\"error\":\"access denied: principal gone is disabled\"}\n" {
+		t.Errorf("exit %d stdout %q", res.code, res.stdout)
+	}
+	res = f.run(t, "gone", "git-upload-pack --json", nil)
+	if res.stdout != "" {
+		t.Errorf("git command got JSON: %q", res.stdout)
+	}
+}
