@@ -26,8 +26,8 @@ package testscript
 //	    Makes a client key pair $WORK/.ssh/NAME{,.pub} without registering
 //	    it (a stranger's key), and the wrapper ssh-NAME (see below).
 //	ssh-user NAME [REPO LEVEL]…
-//	    `user add NAME`, keygen NAME, `key add` of that key, sshd-keys, and
-//	    `grant NAME REPO LEVEL` for each pair given.
+//	    `user add NAME`, keygen NAME (unless done already), `key add` of
+//	    that key, `grant NAME REPO LEVEL` for each pair given, and sshd-keys.
 //	ssh-use NAME
 //	    Makes NAME's key the one plain `git` uses from now on (sets
 //	    GIT_SSH_COMMAND), so `exec git clone $SSH_URL/demo.git` and
@@ -313,7 +313,10 @@ func cmdSSHUser(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: ssh-user NAME [REPO LEVEL]…")
 	}
 	name := args[0]
-	p := keygen(ts, name)
+	p := pathsOf(ts)
+	if _, err := os.Stat(p.key(name)); err != nil {
+		keygen(ts, name) // else reuse the key an earlier keygen made
+	}
 	hook(ts, "user", "add", name)
 	pub, err := os.ReadFile(p.key(name) + ".pub")
 	ts.Check(err)
