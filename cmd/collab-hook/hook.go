@@ -2,12 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
@@ -27,7 +33,8 @@ func hookCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "hook",
 		Usage:       "run a repository hook (what the hook shims exec)",
-		Subcommands: []*cli.Command{sub("pre-receive"), sub("proc-receive"), sub("post-receive")},
+		Subcommands: []*cli.Command{sub("pre-receive"), sub("proc-receive"), sub("post-receive"),
+			{Name: "merge-scan", Hidden: true, Action: func(c *cli.Context) error { return runHook(c, "merge-scan") }}},
 	}
 }
 
@@ -53,7 +60,7 @@ func runHook(c *cli.Context, name string) error {
 		if us, err = push.ReadUpdates(os.Stdin); err != nil {
 			return fail(err)
 		}
-		if name == "post-receive" && !push.MovesBranches(us) {
+		if name != "pre-receive" && !push.MovesBranches(us) {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
@@ -79,9 +86,65 @@ func runHook(c *cli.Context, name string) error {
 			return fail(err)
 		}
 	case "post-receive":
-		if err := push.PostReceive(ctx, e, us); err != nil {
+		budget := push.ForegroundBudget
+		if n, err := strconv.Atoi(os.Getenv("COLLAB_MERGE_SCAN_BUDGET")); err == nil && n > 0 {
+			budget = n
+		}
+		deferred, err := push.PostReceive(ctx, e, us, budget)
+		if len(deferred) > 0 {
+			if berr := background(root, dir, c.String("url"), deferred); berr != nil {
+				log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", berr.Error())
+				fmt.Fprintln(e.Stderr, "collab: could not start the background merge scan; run collab-hook fsck")
+			}
+		}
+		if err != nil {
 			return fail(err)
+		}
+	case "merge-scan":
+		// A detached run for updates too big to scan while the pusher
+		// waits: nobody reads its output; it logs.
+		e.Stderr = io.Discard
+		if _, err := push.PostReceive(ctx, e, us, 0); err != nil {
+			log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+			return cli.Exit("", 1)
 		}
 	}
 	return nil
+}
+
+// background starts "collab-hook hook merge-scan" for updates in its own
+// session with no terminal and no inherited pipes, so that git (and the
+// pusher) need not wait for it; the update lines go in through a pipe
+// filled before the child starts.
+func background(root forge.Root, dir, url string, updates []push.Update) error {
+	bin, err := binary()
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, u := range updates {
+		fmt.Fprintf(&b, "%s %s %s\n", u.Old, u.New, u.Ref)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if _, err := w.WriteString(b.String()); err != nil {
+		w.Close()
+		return err
+	}
+	w.Close()
+	args := []string{"--root", root.Dir}
+	if url != "" {
+		args = append(args, "--url", url)
+	}
+	cmd := exec.Command(bin, append(args, "hook", "merge-scan")...)
+	cmd.Dir = dir
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
 }

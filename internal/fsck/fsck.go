@@ -269,7 +269,7 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 		if !ok {
 			continue
 		}
-		merged, err := e.Scan(ctx, b, []string{tip}, "")
+		merged, err := e.Scan(ctx, b, []string{tip}, "", 0)
 		if err != nil {
 			return err
 		}

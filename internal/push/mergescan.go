@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -22,9 +23,20 @@ type Merged struct {
 	Pinned int
 }
 
+// ErrTooBig stops a merge scan that reached its commit budget.
+var ErrTooBig = errors.New("merge scan: more new commits than the budget")
+
+// ForegroundBudget is how many new commits post-receive walks while the
+// pusher waits: a merge scan costs a commit walk, which for a big import
+// is a fair share of what the whole push costs. Updates beyond it come back
+// from PostReceive as deferred, for a detached process to scan in full.
+const ForegroundBudget = 10000
+
 // PostReceive runs the merge scan for every branch the push moved that an
-// open patch targets; other pushes cost one query.
-func PostReceive(ctx context.Context, e *Env, updates []Update) error {
+// open patch targets; other pushes cost one query. With budget > 0 an update
+// that brings more new commits than that is not scanned here but returned
+// in deferred (nothing recorded for it yet: Scan is all or nothing).
+func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (deferred []Update, err error) {
 	start := time.Now()
 	var heads []Update
 	for _, u := range updates {
@@ -33,11 +45,11 @@ func PostReceive(ctx context.Context, e *Env, updates []Update) error {
 		}
 	}
 	if len(heads) == 0 {
-		return nil
+		return nil, nil
 	}
 	bases, err := patches.OpenBases(ctx, e.DB.R(), e.Repo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var others map[string]string
 	base := ""
@@ -55,7 +67,7 @@ func PostReceive(ctx context.Context, e *Env, updates []Update) error {
 			// revision, which are exactly the commits being looked for.
 			if others == nil {
 				if others, err = e.Git.Refs(ctx, HeadsPrefix, "refs/tags/"); err != nil {
-					return err
+					return nil, err
 				}
 				for _, pu := range updates {
 					if !strings.HasPrefix(pu.Ref, HeadsPrefix) && !strings.HasPrefix(pu.Ref, "refs/tags/") {
@@ -75,11 +87,17 @@ func PostReceive(ctx context.Context, e *Env, updates []Update) error {
 			}
 		}
 		ms0 := time.Now()
-		merged, err := e.Scan(ctx, branch, revs, u.Old)
+		merged, err := e.Scan(ctx, branch, revs, u.Old, budget)
 		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New)
+		if errors.Is(err, ErrTooBig) {
+			log.Info("merge scan", "OUTCOME", "deferred", "DURATION_MS", ms(ms0), "budget", budget)
+			e.say("collab: more than %d new commits on %s: the merge scan continues in the background", budget, branch)
+			deferred = append(deferred, u)
+			continue
+		}
 		if err != nil {
 			log.Error("merge scan", "OUTCOME", "error", "DURATION_MS", ms(ms0), "error", err.Error())
-			return err
+			return deferred, err
 		}
 		if base == "" && len(merged) > 0 {
 			base = e.baseURL(ctx)
@@ -96,7 +114,7 @@ func PostReceive(ctx context.Context, e *Env, updates []Update) error {
 			log.Info("merge scan", "OUTCOME", "none", "DURATION_MS", ms(ms0))
 		}
 	}
-	return nil
+	return deferred, nil
 }
 
 // MovesBranches reports whether any update creates or moves a branch, the
@@ -125,7 +143,9 @@ type match struct {
 // the patch's last revision, with base_commit its merge base with oldTip
 // (the branch before the push; its first parent when there was none).
 // Patches that are no longer open are left alone, so Scan is idempotent.
-func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip string) ([]Merged, error) {
+// With budget > 0, a walk longer than budget commits stops with ErrTooBig
+// before anything is recorded.
+func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip string, budget int) ([]Merged, error) {
 	open, pinned, err := patches.OpenTargeting(ctx, e.DB.R(), e.Repo, branch)
 	if err != nil || len(open) == 0 {
 		return nil, err
@@ -141,7 +161,11 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 		}
 		return m
 	}
+	walked := 0
 	err = e.Git.Walk(ctx, revs, func(c git.Commit) error {
+		if walked++; budget > 0 && walked > budget {
+			return ErrTooBig
+		}
 		for _, p := range pinned[c.OID] {
 			m := get(p.PatchID)
 			if p.Number > m.number {
@@ -163,6 +187,9 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 		}
 		return nil
 	})
+	if errors.Is(err, ErrTooBig) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fault.Wrap(err, "merge scan failed")
 	}
