@@ -159,11 +159,9 @@ func cmdSSHDStart(ts *testscript.TestScript, neg bool, args []string) {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test-host", "-f", hostKey).CombinedOutput(); err != nil {
 		ts.Fatalf("ssh-keygen host key: %v\n%s", err, out)
 	}
-	port := sshFreePort(ts)
 	hostPub, err := os.ReadFile(hostKey + ".pub")
 	ts.Check(err)
 	hp := strings.Fields(string(hostPub))
-	ts.Check(os.WriteFile(p.knownHosts(), []byte(fmt.Sprintf("[127.0.0.1]:%d %s %s\n", port, hp[0], hp[1])), 0o644))
 	ts.Check(os.WriteFile(p.authorizedKeys(), []byte(hook(ts, "authorized-keys")), 0o600))
 
 	var cfg strings.Builder
@@ -207,18 +205,17 @@ LogLevel VERBOSE
 	}
 	conf := filepath.Join(sd, "sshd_config")
 	ts.Check(os.WriteFile(conf, []byte(cfg.String()), 0o600))
-	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", conf, "-p", strconv.Itoa(port)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", conf).CombinedOutput(); err != nil {
 		ts.Fatalf("sshd -t: %v\n%s", err, out)
 	}
 	logPath := filepath.Join(sd, "sshd.log")
-	logf, err := os.Create(logPath)
-	ts.Check(err)
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf, "-p", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
-	ts.Check(cmd.Start())
-	stop := startedProcess(ts, cmd, logf, port, logPath, "sshd")
+	port, stop := launch(ts, "sshd", logPath, "Server listening on 127.0.0.1", func(port int) *exec.Cmd {
+		cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf, "-p", strconv.Itoa(port))
+		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}
+		return cmd
+	})
 	ts.Defer(stop)
+	ts.Check(os.WriteFile(p.knownHosts(), []byte(fmt.Sprintf("[127.0.0.1]:%d %s %s\n", port, hp[0], hp[1])), 0o644))
 
 	url := fmt.Sprintf("ssh://git@127.0.0.1:%d", port)
 	ts.Setenv("SSH_PORT", strconv.Itoa(port))
@@ -227,40 +224,52 @@ LogLevel VERBOSE
 	hook(ts, "config", "set", "ssh", url)
 }
 
-// startedProcess waits until cmd listens on port and returns its stop.
-func startedProcess(ts *testscript.TestScript, cmd *exec.Cmd, logf *os.File, port int, logPath, what string) func() {
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+// launch starts the server cmd(port) makes on a free port, logging to
+// logPath, and waits until the log says ready. A port taken between the
+// probe and the bind (scripts run in parallel) makes the server exit at
+// start; then it tries again on another port.
+func launch(ts *testscript.TestScript, what, logPath, ready string, cmd func(port int) *exec.Cmd) (int, func()) {
+	var last string
+	for attempt := 0; attempt < 5; attempt++ {
+		port := sshFreePort(ts)
+		logf, err := os.Create(logPath)
+		ts.Check(err)
+		c := cmd(port)
+		c.Stdout, c.Stderr = logf, logf
+		ts.Check(c.Start())
+		exited := make(chan struct{})
+		go func() { _ = c.Wait(); close(exited) }()
+		stop := func() {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = c.Process.Kill()
+				<-exited
+			}
+			logf.Close()
+		}
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			log, _ := os.ReadFile(logPath)
+			if strings.Contains(string(log), ready) {
+				return port, stop
+			}
+			select {
+			case <-exited:
+				last = string(log)
+			default:
+				if time.Now().Before(deadline) {
+					continue
+				}
+				stop()
+				ts.Fatalf("%s did not start on port %d:\n%s", what, port, log)
+			}
+			break
 		}
 		logf.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			c.Close()
-			return stop
-		}
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(logPath)
-			ts.Fatalf("%s exited at start:\n%s", what, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			stop()
-			log, _ := os.ReadFile(logPath)
-			ts.Fatalf("%s did not listen on %d:\n%s", what, port, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ts.Fatalf("%s exited at start:\n%s", what, last)
+	return 0, nil
 }
 
 func cmdSSHDKeys(ts *testscript.TestScript, neg bool, args []string) {
@@ -383,16 +392,13 @@ func cmdGitDaemonStart(ts *testscript.TestScript, neg bool, args []string) {
 	dir := filepath.Join(ts.Getenv("WORK"), ".gitdaemon")
 	ts.Check(os.MkdirAll(dir, 0o755))
 	repos := filepath.Join(ts.Getenv("ROOT"), "repos")
-	port := sshFreePort(ts)
-	logPath := filepath.Join(dir, "daemon.log")
-	logf, err := os.Create(logPath)
-	ts.Check(err)
-	cmd := exec.Command("git", "daemon", "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--reuseaddr",
-		"--base-path="+repos, "--pid-file="+filepath.Join(dir, "daemon.pid"), repos)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1"}
-	ts.Check(cmd.Start())
-	ts.Defer(startedProcess(ts, cmd, logf, port, logPath, "git daemon"))
+	port, stop := launch(ts, "git daemon", filepath.Join(dir, "daemon.log"), "Ready to rumble", func(port int) *exec.Cmd {
+		cmd := exec.Command("git", "daemon", "--verbose", "--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--reuseaddr",
+			"--base-path="+repos, "--pid-file="+filepath.Join(dir, "daemon.pid"), repos)
+		cmd.Env = []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1"}
+		return cmd
+	})
+	ts.Defer(stop)
 	ts.Setenv("GIT_DAEMON_PORT", strconv.Itoa(port))
 	ts.Setenv("GIT_DAEMON_URL", fmt.Sprintf("git://127.0.0.1:%d", port))
 }
