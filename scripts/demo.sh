@@ -9,12 +9,12 @@
 #
 # Ports: DEMO_SSH_PORT (default 2222), DEMO_WEB_PORT (8080), DEMO_GIT_PORT
 # (9418); a port already taken is replaced by a free one. State lives in
-# ./demo/ (DEMO_DIR), binaries come from ./bin (make build).
+# ./demo/ (DEMO_DIR), binaries come from ./bin (make build; DEMO_BIN).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 top=$PWD
-bin=$top/bin
+bin=${DEMO_BIN:-$top/bin}
 dir=${DEMO_DIR:-$top/demo}
 background=no
 fresh=no
@@ -171,6 +171,7 @@ collab demo is up (state in $dir):
   web        $web_url/
 
 Try, from another shell:
+  cd "\$(mktemp -d)"
   export GIT_SSH_COMMAND=$dir/ssh
   \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1                 # greets the demo principal
   git clone $ssh_url/demo.git && cd demo
@@ -179,7 +180,7 @@ Try, from another shell:
   git commit -q --allow-empty -m 'Something to review' && git push origin HEAD:refs/for/main
   \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1 "issue new demo --title 'Two words'"
   \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1 issue list demo
-  git clone git://127.0.0.1:$git_port/demo.git demo-anon
+  git clone git://127.0.0.1:$git_port/demo.git ../demo-anon
   curl -s $web_url/healthz
 
 EOT

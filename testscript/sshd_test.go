@@ -71,6 +71,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -685,5 +686,82 @@ func TestDeployInstall(t *testing.T) {
 	hook("user", "disable", "alice")
 	if out, err := ssh("whoami"); err == nil || !strings.Contains(out, "Permission denied") {
 		t.Errorf("disabled alice: %v %s", err, out)
+	}
+}
+
+// TestDemo runs scripts/demo.sh (what make demo runs) in the background,
+// then tries the commands it prints: clone and push over its sshd, a
+// refs/for push, an issue over ssh, an anonymous clone from its git daemon
+// and the web's /healthz; then --stop.
+func TestDemo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		t.Skip("no sshd")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	tmp, err := os.MkdirTemp("", "collab-demo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	dir := filepath.Join(tmp, "demo")
+	ports := map[string]string{}
+	for _, k := range []string{"DEMO_SSH_PORT", "DEMO_WEB_PORT", "DEMO_GIT_PORT"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[k] = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+	}
+	env := append(os.Environ(), "DEMO_BIN="+binDir, "DEMO_DIR="+dir, "HOME="+tmp, "TMPDIR="+tmp, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@x")
+	for k, v := range ports {
+		env = append(env, k+"="+v)
+	}
+	demo := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("../scripts/demo.sh", args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("demo.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := demo("--background")
+	t.Cleanup(func() { demo("--stop") })
+	// Run the printed commands, as a user would paste them.
+	var script []string
+	inTry := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "Try, from another shell:"):
+			inTry = true
+		case inTry && strings.TrimSpace(l) == "":
+			inTry = false
+		case inTry:
+			script = append(script, strings.TrimSpace(l))
+		}
+	}
+	if len(script) < 8 {
+		t.Fatalf("demo printed no commands to try:\n%s", out)
+	}
+	script = append(script, "ls ../demo-anon")
+	cmd := exec.Command("bash", "-euc", strings.Join(script, "\n"))
+	cmd.Dir, cmd.Env = tmp, env
+	res, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the printed commands failed: %v\n%s\n---\n%s", err, strings.Join(script, "\n"), res)
+	}
+	for _, want := range []string{"hello demo", "HEAD -> main", "patch [0-9a-f]{40} revision 1", "issue [0-9a-f]{40} filed",
+		"Two words", "Try collab", "ok", "README.md"} {
+		if !regexp.MustCompile(want).Match(res) {
+			t.Errorf("output of the printed commands lacks %q:\n%s", want, res)
+		}
 	}
 }
