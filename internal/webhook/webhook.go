@@ -95,9 +95,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run delivers webhooks and sweeps expired leases until ctx ends; it
-// returns nil then, or an error when it cannot go on.
+// Run delivers webhooks, sweeps expired leases and prunes the delivery log
+// until ctx ends; it returns nil then, or an error when it cannot start.
 func Run(ctx context.Context, db *store.DB, key ed25519.PrivateKey, log *slog.Logger, opts Options) error {
+	if len(key) != ed25519.PrivateKeySize {
+		return fmt.Errorf("webhook signing key: %d bytes, want an Ed25519 private key", len(key))
+	}
 	opts = opts.withDefaults()
 	d := &dispatcher{db: db, key: key, log: log.With("component", "webhook"), opts: opts, records: make(chan recording, maxGroup)}
 	var wg conc.WaitGroup
@@ -129,9 +132,10 @@ type recording struct {
 const maxGroup = 256
 
 // recorder commits the attempts of all workers, grouping those that arrive
-// together into one transaction: each worker still waits for its own
-// commit before it goes on, but ten subscriptions pay for one fsync, not
-// ten. It runs until the loop closes d.records.
+// together into one transaction, so that ten subscriptions (or a hundred
+// deliveries of one catching up) pay for one fsync, not ten. A worker goes
+// on to its next POST while a delivered attempt waits here, and waits for
+// the commit of any other outcome. It runs until the loop closes d.records.
 func (d *dispatcher) recorder() {
 	for first := range d.records {
 		group := []recording{first}
@@ -276,7 +280,8 @@ func (d *dispatcher) loop(ctx context.Context) {
 			}
 			st.busy = true
 			running++
-			p.Go(func() { done <- d.run(ctx, s, st.pos) })
+			pos := st.pos // read here: the loop updates st while the run goes on
+			p.Go(func() { done <- d.run(ctx, s, pos) })
 		}
 		rr++
 		select {

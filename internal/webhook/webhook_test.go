@@ -170,6 +170,30 @@ func (f *forge) emit(t *testing.T, kind, repo string) int64 {
 	return id
 }
 
+// settled waits until subscription id's log holds n deliveries, none of
+// them pending (a delivered attempt is written down just after the
+// receiver answers), and returns them, newest first.
+func (f *forge) settled(t *testing.T, id int64, n int) []subs.Delivery {
+	t.Helper()
+	var ds []subs.Delivery
+	waitFor(t, 5*time.Second, "the delivery log", func() bool {
+		var err error
+		if ds, err = subs.Deliveries(context.Background(), f.db.R(), id, 0); err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != n {
+			return false
+		}
+		for _, d := range ds {
+			if d.State == "pending" {
+				return false
+			}
+		}
+		return true
+	})
+	return ds
+}
+
 // run starts the dispatcher until the test ends.
 func (f *forge) run(t *testing.T, opts webhook.Options) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -299,10 +323,7 @@ func TestReceiverDownThenBack(t *testing.T) {
 		t.Errorf("got %v, want %v", g, want)
 	}
 	// The first event's failed attempts are in the log, then its success.
-	ds, err := subs.Deliveries(context.Background(), f.db.R(), 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := f.settled(t, 1, len(want))
 	first := ds[len(ds)-1]
 	if first.EventID != want[0] || first.State != "delivered" || len(first.Log) < 3 {
 		t.Fatalf("first delivery %+v", first)
@@ -352,11 +373,7 @@ func TestServerErrorRetriedWithGrowingDelays(t *testing.T) {
 	if gaps[len(gaps)-1] < 3*gaps[0] || gaps[0] > 200*time.Millisecond {
 		t.Errorf("delays %v", gaps)
 	}
-	time.Sleep(100 * time.Millisecond)
-	ds, err := subs.Deliveries(context.Background(), f.db.R(), 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := f.settled(t, 1, 1)
 	if len(ds) != 1 || ds[0].EventID != id || ds[0].State != "delivered" || ds[0].Attempts != 6 || len(ds[0].Log) != 6 {
 		t.Fatalf("deliveries %+v", ds)
 	}
@@ -396,7 +413,6 @@ func TestSlowReceiverDoesNotBlockOthers(t *testing.T) {
 	if !equalIDs(quick.ids(), want) {
 		t.Errorf("quick got %v, want %v", quick.ids(), want)
 	}
-	slow.delay = 0
 	slowSrv.Close()
 }
 
@@ -432,10 +448,7 @@ func TestGiveUpThenRedeliver(t *testing.T) {
 	if g := rc.ids(); g[0] != second {
 		t.Fatalf("got %v", g)
 	}
-	ds, err := subs.Deliveries(context.Background(), f.db.R(), s.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := f.settled(t, s.ID, 2)
 	failed := ds[1]
 	if failed.EventID != first || failed.State != "failed" || failed.Attempts < 3 || failed.Log[0].Status != 400 {
 		t.Fatalf("given-up delivery %+v", failed)
@@ -559,10 +572,7 @@ func TestUnencodableEventDoesNotBlock(t *testing.T) {
 	if g := rc.ids(); g[0] != good {
 		t.Fatalf("got %v", g)
 	}
-	ds, err := subs.Deliveries(context.Background(), f.db.R(), s.ID, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := f.settled(t, s.ID, 2)
 	if len(ds) != 2 || ds[1].State != "failed" || !strings.Contains(ds[1].Log[0].Error, "encode event") {
 		t.Fatalf("deliveries %+v", ds)
 	}
