@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,7 +152,7 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 	if !res.added {
 		rep.refname = RevRef(res.patch.ID, c.New)
 	}
-	if res.added && res.oldHead != git.ZeroOID {
+	if res.added && res.oldHead != git.ZeroOID && !slices.Contains(tip.Parents, res.oldHead) {
 		ff, err := e.Git.IsAncestor(ctx, res.oldHead, c.New)
 		rep.forced = err == nil && !ff
 	}
@@ -238,12 +239,16 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err := CheckTip(tip); err != nil {
 		return res, tip, err
 	}
-	mb, ok, err := e.Git.MergeBase(ctx, c.New, baseTip)
-	if err != nil {
-		return res, tip, fault.Wrap(err, "cannot find the merge base")
-	}
-	if !ok {
-		return res, tip, fault.New(fault.Usage, "commit %s shares no history with %s", c.New[:12], branch)
+	// A commit made on top of the target's tip has that tip as its merge
+	// base: the common case needs no git merge-base.
+	mb, ok := baseTip, slices.Contains(tip.Parents, baseTip)
+	if !ok && baseTip != c.New {
+		if mb, ok, err = e.Git.MergeBase(ctx, c.New, baseTip); err != nil {
+			return res, tip, fault.Wrap(err, "cannot find the merge base")
+		}
+		if !ok {
+			return res, tip, fault.New(fault.Usage, "commit %s shares no history with %s", c.New[:12], branch)
+		}
 	}
 	if mb == c.New {
 		return res, tip, fault.New(fault.Usage, "no new changes: commit %s is already on %s", c.New[:12], branch)
