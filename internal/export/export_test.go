@@ -773,14 +773,14 @@ func TestConcurrentExports(t *testing.T) {
 }
 
 // Enough records for several compression batches: they arrive as one
-// checked pack, and read back whole.
+// checked pack, the refs end up packed, and all reads back whole.
 func TestExportWritesOnePack(t *testing.T) {
 	f := newFixture(t)
 	w, _ := f.populate()
-	for i := 0; i < 40; i++ {
+	for i := 0; i < packRefsLimit; i++ {
 		id := f.addIssue(w, 100+i, "open")
-		for c := 0; c < 8; c++ {
-			f.addComment(w, id, 100+i*8+c)
+		for c := 0; c < 3; c++ {
+			f.addComment(w, id, 100+i*3+c)
 		}
 	}
 	res, err := f.x.Export(f.ctx, repoKey, f.git, testNow)
@@ -795,6 +795,9 @@ func TestExportWritesOnePack(t *testing.T) {
 		t.Fatalf("objects not stored as one pack:\n%s", counts)
 	}
 	run(t, f.git, "git", "fsck", "--strict", "--no-dangling")
+	if loose, _ := filepath.Glob(filepath.Join(f.git, "refs", "collab", "issues", "*")); len(loose) != 0 {
+		t.Fatalf("%d loose refs left after a bulk export", len(loose))
+	}
 	got := readBack(t, clone(t, f.git))
 	if !reflect.DeepEqual(got.issues, w.issues) || !reflect.DeepEqual(got.comments, w.comments) {
 		t.Fatalf("records read back differ from the database")
