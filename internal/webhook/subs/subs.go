@@ -412,8 +412,15 @@ type Record struct {
 // attempts of all subscriptions that finish together into one commit.
 func Write(ctx context.Context, db *store.DB, recs []Record) error {
 	return db.Write(ctx, func(tx *sql.Tx) error {
+		upTo := map[int64]int64{} // one cursor move per subscription
 		for _, r := range recs {
 			if err := record(ctx, tx, r); err != nil {
+				return err
+			}
+			upTo[r.Hook] = max(upTo[r.Hook], r.Event.ID)
+		}
+		for hook, id := range upTo {
+			if err := advance(ctx, tx, hook, id); err != nil {
 				return err
 			}
 		}
@@ -465,7 +472,7 @@ func record(ctx context.Context, tx *sql.Tx, r Record) error {
 	if err != nil {
 		return fmt.Errorf("log attempt of delivery %d: %w", id, err)
 	}
-	return advance(ctx, tx, r.Hook, ev.ID)
+	return nil
 }
 
 // Advance moves subscription hookID's cursor forward to id (never back),
