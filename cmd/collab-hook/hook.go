@@ -31,8 +31,8 @@ func hookCommand() *cli.Command {
 		}
 	}
 	return &cli.Command{
-		Name:        "hook",
-		Usage:       "run a repository hook (what the hook shims exec)",
+		Name:  "hook",
+		Usage: "run a repository hook (what the hook shims exec)",
 		Subcommands: []*cli.Command{sub("pre-receive"), sub("proc-receive"), sub("post-receive"),
 			{Name: "merge-scan", Hidden: true, Action: func(c *cli.Context) error { return runHook(c, "merge-scan") }}},
 	}
