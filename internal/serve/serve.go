@@ -24,6 +24,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -404,16 +405,28 @@ func greet(ctx context.Context, r *Request, db *store.DB) error {
 			fmt.Fprintf(&b, "  %-6s %s\n", repo.Access, reponame.Display(repo.Name))
 		}
 	}
-	where := "git@HOST"
-	if sshURL != "" {
-		where = sshURL
+	url := r.URL
+	if url == "" {
+		if url, err = store.Setting(ctx, db.R(), forge.SettingURL); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(&b, "\nVerbs (ssh %s VERB …): whoami, repo list, issue, lease, patch, hooks commit-msg, token; 'help' lists them.\n", where)
+	fmt.Fprintf(&b, "\nVerbs (%s VERB …): whoami, repo list, issue, lease, patch, hooks commit-msg, token; 'help' lists them.\n",
+		push.SSHCommand(sshURL, url))
 	if len(rs) > 0 && sshURL != "" {
-		fmt.Fprintf(&b, "Clone: git clone %s/%s\n", strings.TrimRight(sshURL, "/"), rs[0].Name)
+		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(sshURL, rs[0].Name))
 	}
 	_, err = io.WriteString(r.Stdout, b.String())
 	return err
+}
+
+// cloneURL is what to give git clone for key, from the root's ssh setting
+// (ssh://git@host:2222 or the scp-like git@host).
+func cloneURL(sshSetting, key string) string {
+	if strings.HasPrefix(sshSetting, "ssh://") {
+		return strings.TrimRight(sshSetting, "/") + "/" + key
+	}
+	return strings.TrimSuffix(sshSetting, ":") + ":" + key
 }
 
 // lookPath finds an executable named file in the colon-separated list path.
