@@ -34,8 +34,11 @@ func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 			outcome = "error"
 		}
 	}
+	if err != nil {
+		log = log.With("error", err.Error())
+	}
 	for _, u := range updates {
-		log.Info("pre-receive", "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New, "OUTCOME", outcome, "DURATION_MS", ms(start), "error", errText(err))
+		log.Info("pre-receive", "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New, "OUTCOME", outcome, "DURATION_MS", ms(start))
 	}
 	return err
 }
@@ -81,11 +84,4 @@ func BaseOf(ref string) (string, error) {
 		return "", fault.New(fault.Usage, "bad target %s: push to refs/for/BRANCH", ref)
 	}
 	return b, nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
