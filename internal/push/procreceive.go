@@ -145,8 +145,11 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 	if !res.added {
 		outcome = "unchanged"
 	}
-	log.Info("proc-receive", "PATCH", res.patch.ID, "ISSUE", strings.Join(res.issues, ","), "OUTCOME", outcome,
-		"revision", res.rev.Number, "DURATION_MS", ms(start))
+	log = log.With("PATCH", res.patch.ID)
+	if len(res.issues) > 0 {
+		log = log.With("ISSUE", strings.Join(res.issues, ","))
+	}
+	log.Info("proc-receive", "OUTCOME", outcome, "revision", res.rev.Number, "DURATION_MS", ms(start))
 	e.tell(ctx, res, tip, base)
 	rep := report{ref: c.Ref, refname: HeadRef(res.patch.ID), old: res.oldHead, new: c.New}
 	if !res.added {
