@@ -122,6 +122,15 @@ func Add(ctx context.Context, db *store.DB, rawURL, repo string, kinds []string,
 				return err
 			}
 		}
+		var dup int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM webhooks WHERE removed_at IS NULL
+			AND url = ? AND coalesce(repo, '') = ? AND events = ?`, s.URL, s.Repo, strings.Join(s.Events, ",")).Scan(&dup)
+		if err == nil {
+			return fault.New(fault.Conflict, "webhook %d already sends these events to %s", dup, clip(s.URL))
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("look for the same webhook: %w", err)
+		}
 		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&s.Cursor); err != nil {
 			return fmt.Errorf("read end of event log: %w", err)
 		}

@@ -112,6 +112,16 @@ func TestAddStartsAtEndAndFilters(t *testing.T) {
 	if s.Cursor != 4 || s.Repo != "demo.git" {
 		t.Errorf("new subscription %+v", s)
 	}
+	if _, err := Add(ctx, db, "http://x/", "demo.git", []string{"issue.filed"}, time.Now()); fault.KindOf(err) != fault.Conflict {
+		t.Errorf("the same subscription again: %v", err)
+	}
+	other, err := Add(ctx, db, "http://x/", "demo", []string{"issue.filed", "issue.closed"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(ctx, db, other.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	evs, err := EventsAfter(ctx, db.R(), s, 0, 4, 10)
 	if err != nil {
 		t.Fatal(err)
