@@ -88,7 +88,9 @@ func patchCommand(env *Env) *cli.Command {
 				Usage:     "record by hand that a patch was merged as a commit on its target branch",
 				ArgsUsage: "REPO ID --commit OID",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "commit", Usage: "the merged commit; must be reachable from the target branch", Required: true},
+					// Checked in the action: urfave's own "Required flag" error is
+					// not a fault, so it would exit 1 instead of 2.
+					&cli.StringFlag{Name: "commit", Usage: "the merged commit; must be reachable from the target branch"},
 					JSONFlag,
 				},
 				Action: env.patchMerge,
@@ -512,6 +514,9 @@ func (env *Env) patchMerge(c *cli.Context) error {
 	args, err := Args(c, "repo", "id")
 	if err != nil {
 		return err
+	}
+	if !c.IsSet("commit") {
+		return fault.New(fault.Usage, "--commit is required: the merged commit on the patch's target branch")
 	}
 	key, id, err := env.patchTarget(c.Context, args[0], args[1], access.Write)
 	if err != nil {

@@ -313,6 +313,7 @@ func TestPatchReviewStory(t *testing.T) {
 	}
 	w.ok("bob", "patch reopen demo 1234abcd")
 	topic := w.git(w.work, "rev-parse", "topic")
+	w.refused("bob", "patch merge demo 1234abcd", 2, "--commit is required")
 	w.refused("bob", "patch merge demo 1234abcd --commit "+topic, 3, "not reachable from branch main")
 	w.refused("bob", "patch merge demo 1234abcd --commit --upload-pack=x", 2, "bad commit")
 	w.refused("bob", "patch merge demo 1234abcd --commit ffffffffffff", 4, "no commit")
