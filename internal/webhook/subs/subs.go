@@ -31,14 +31,6 @@ type Subscription struct {
 	RemovedAt string   `json:"removed_at,omitempty"`
 }
 
-// Wants reports whether the subscription asks for event kind in repo.
-func (s Subscription) Wants(kind, repo string) bool {
-	if s.Repo != "" && s.Repo != repo {
-		return false
-	}
-	return len(s.Events) == 0 || slices.Contains(s.Events, kind)
-}
-
 // MaxURLLen bounds a subscription URL.
 const MaxURLLen = 2048
 

@@ -65,25 +65,6 @@ func TestCheckEvents(t *testing.T) {
 	}
 }
 
-func TestWants(t *testing.T) {
-	all := Subscription{}
-	narrow := Subscription{Repo: "org/demo.git", Events: []string{"issue.filed"}}
-	for _, tc := range []struct {
-		s          Subscription
-		kind, repo string
-		want       bool
-	}{
-		{all, "merge.recorded", "x.git", true},
-		{narrow, "issue.filed", "org/demo.git", true},
-		{narrow, "issue.closed", "org/demo.git", false},
-		{narrow, "issue.filed", "org/other.git", false},
-	} {
-		if got := tc.s.Wants(tc.kind, tc.repo); got != tc.want {
-			t.Errorf("%+v Wants(%s, %s) = %v", tc.s, tc.kind, tc.repo, got)
-		}
-	}
-}
-
 // A subscription starts at the end of the log, and EventsAfter honours its
 // filters and bounds.
 func TestAddStartsAtEndAndFilters(t *testing.T) {
