@@ -23,8 +23,8 @@ package testscript
 //	sshd-keys
 //	    Rewrites the authorized_keys file from `collab-hook authorized-keys`.
 //	keygen NAME
-//	    Makes a client key pair $WORK/.ssh/NAME{,.pub} without registering
-//	    it (a stranger's key), and the wrapper ssh-NAME (see below).
+//	    Makes a client key pair $WORK/.ssh/id_NAME{,.pub} without
+//	    registering it (a stranger's key), and the wrapper ssh-NAME (below).
 //	ssh-user NAME [REPO LEVEL]…
 //	    `user add NAME`, keygen NAME (unless done already), `key add` of
 //	    that key, `grant NAME REPO LEVEL` for each pair given, and sshd-keys.
@@ -45,6 +45,9 @@ package testscript
 //	                      (what GIT_SSH_COMMAND runs).
 //	git-as NAME ARGS…     git with NAME's key for ssh:// remotes.
 //
+// The wrappers add -p $SSH_PORT, so scp-like URLs (git@127.0.0.1:demo)
+// reach the test sshd too.
+//
 //	journal-listen
 //	    Listens on a unixgram socket as journald would and sets
 //	    $COLLAB_JOURNAL_SOCKET (call it before sshd-start, which passes it
@@ -60,6 +63,10 @@ package testscript
 //	    (public repositories only: those with git-daemon-export-ok), stopped
 //	    at the end. Sets $GIT_DAEMON_PORT and $GIT_DAEMON_URL
 //	    (git://127.0.0.1:PORT).
+//
+// Beside the scripts, TestDeployInstall runs deploy/sshd/install.sh for a
+// throwaway unix user and pushes through an sshd including its snippet,
+// and TestDemo runs scripts/demo.sh and the commands it prints.
 
 import (
 	"bytes"
