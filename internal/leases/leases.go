@@ -355,6 +355,21 @@ func tenureOf(repo, issueID string, r row) Tenure {
 	return Tenure{Repo: repo, IssueID: issueID, Token: l.Token, Holder: l.Holder, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt}
 }
 
+// CheckFree refuses, from a plain read, an acquire that would find a live
+// lease of another (fault.Conflict naming the holder, as Acquire would),
+// so that the losers of a race answer without queueing for the writer lock.
+// A nil answer promises nothing: Acquire decides, inside the transaction.
+func CheckFree(ctx context.Context, q store.Querier, repo, issueID, holder string, now time.Time) error {
+	r, err := read(ctx, q, repo, issueID)
+	if err != nil {
+		return err
+	}
+	if r.live(store.FormatTime(now)) && r.holder.String != holder {
+		return heldBy(r, issueID, "lease not acquired")
+	}
+	return nil
+}
+
 // Current returns the live lease on (repo, issueID), or nil when it is free.
 func Current(ctx context.Context, q store.Querier, repo, issueID string, now time.Time) (*Lease, error) {
 	r, err := read(ctx, q, repo, issueID)

@@ -553,3 +553,25 @@ func TestTTLBounds(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckFreeAnswersLosersFromARead(t *testing.T) {
+	f := newFixture(t, issueA, issueB)
+	f.mustAcquire(issueA, "alice", time.Minute, t0)
+	err := CheckFree(f.ctx, f.db.R(), repo, issueA, "bob", t0.Add(time.Second))
+	wantKind(t, err, fault.Conflict)
+	if fault.As(err).Fields["holder"] != "alice" {
+		t.Fatalf("refusal fields %v", fault.As(err).Fields)
+	}
+	for _, c := range []struct {
+		id, who string
+		at      time.Time
+	}{
+		{issueA, "alice", t0.Add(time.Second)}, // the holder's own re-acquire
+		{issueA, "bob", t0.Add(time.Minute)},   // expired
+		{issueB, "bob", t0},                    // never leased
+	} {
+		if err := CheckFree(f.ctx, f.db.R(), repo, c.id, c.who, c.at); err != nil {
+			t.Errorf("CheckFree(%.4s, %s, %s) = %v", c.id, c.who, ts(c.at), err)
+		}
+	}
+}

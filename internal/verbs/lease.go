@@ -92,6 +92,11 @@ func (env *Env) leaseAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if !force {
+		if err := leases.CheckFree(c.Context, env.DB.R(), key, id, env.Principal, env.clock()); err != nil {
+			return err
+		}
+	}
 	var l leases.Lease
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		l, err = leases.Acquire(c.Context, tx, key, id, env.Principal, ttl, force, env.clock())
