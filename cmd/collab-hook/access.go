@@ -246,7 +246,16 @@ func keysCommandCommand() *cli.Command {
 			}
 			// USER is sshd's business (AllowUsers, Match); only the key decides.
 			typ, blob := c.Args().Get(1), c.Args().Get(2)
-			return withDB(c, func(root forge.Root, db *store.DB) error {
+			root, err := rootOf(c)
+			if err != nil {
+				return err
+			}
+			db, err := root.OpenNoMigrate()
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			return func() error {
 				name, err := principals.Owner(c.Context, db.R(), typ, blob)
 				if err != nil || name == "" {
 					return err
@@ -261,7 +270,7 @@ func keysCommandCommand() *cli.Command {
 				}
 				fmt.Fprintln(c.App.Writer, line)
 				return nil
-			})
+			}()
 		},
 	}
 }

@@ -60,6 +60,15 @@ func (r Root) Open(ctx context.Context) (*store.DB, error) {
 	return db, nil
 }
 
+// OpenNoMigrate opens the root's database without touching its schema.
+func (r Root) OpenNoMigrate() (*store.DB, error) {
+	db, err := store.OpenNoMigrate(r.DBPath())
+	if err != nil {
+		return nil, fault.Wrap(err, "forge database unavailable")
+	}
+	return db, nil
+}
+
 // Init creates the root, its database and forge key, and stores the given
 // non-empty settings. Running it again changes nothing else.
 func Init(ctx context.Context, r Root, settings map[string]string) error {

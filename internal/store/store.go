@@ -50,6 +50,27 @@ func dsn(path string, txlock string) string {
 // Open opens (creating if needed) the database at path and brings its
 // schema up to date.
 func Open(ctx context.Context, path string) (*DB, error) {
+	db, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// OpenNoMigrate opens an existing database as it is, for programs that must
+// not write, such as sshd's AuthorizedKeysCommand, which runs twice a login.
+func OpenNoMigrate(path string) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
+	}
+	return open(path)
+}
+
+func open(path string) (*DB, error) {
 	w, err := sql.Open("sqlite", dsn(path, "immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -63,12 +84,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	db := &DB{path: path, w: w, r: r}
-	if err := db.migrate(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return &DB{path: path, w: w, r: r}, nil
 }
 
 // OpenExisting is Open for a database that must already exist, so that a

@@ -12,7 +12,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 )
 
-func open(t *testing.T) *DB {
+func openTest(t *testing.T) *DB {
 	t.Helper()
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "collab.db"))
 	if err != nil {
@@ -61,7 +61,7 @@ func TestOpenTwiceKeepsVersion(t *testing.T) {
 }
 
 func TestWriteRollsBack(t *testing.T) {
-	db := open(t)
+	db := openTest(t)
 	ctx := context.Background()
 	boom := errors.New("boom")
 	err := db.Write(ctx, func(tx *sql.Tx) error {
@@ -80,7 +80,7 @@ func TestWriteRollsBack(t *testing.T) {
 
 // Writers from many goroutines (one connection, the flock) never see BUSY.
 func TestConcurrentWrites(t *testing.T) {
-	db := open(t)
+	db := openTest(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
@@ -108,7 +108,7 @@ func TestConcurrentWrites(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	db := open(t)
+	db := openTest(t)
 	ctx := context.Background()
 	now := FormatTime(time.Now())
 	for _, id := range []string{"abcd0001", "abcd0002", "ffff0000"} {
