@@ -1,6 +1,8 @@
 # collab: make demo brings up a forge on 127.0.0.1; make test runs the suite.
 GO ?= go
-export GOFLAGS ?= -buildvcs=false
+# urfave_cli_no_docs keeps the man-page generator out of collab-hook, whose
+# start-up every push pays.
+export GOFLAGS ?= -buildvcs=false -tags=urfave_cli_no_docs
 
 .PHONY: all build test demo bench deps vet lint clean
 

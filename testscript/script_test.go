@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	_ = os.Chmod(dir, 0o755)
 	binDir = dir
 	for _, cmd := range []string{"collab-hook", "collab-web"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd).CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd).CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
 			os.Exit(1)

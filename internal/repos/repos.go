@@ -63,7 +63,7 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 	if err != nil || (realParent != realRepos && !reponame.Inside(realRepos, realParent)) {
 		return Repo{}, fault.New(fault.Usage, "bad repository name %q: outside the forge", name)
 	}
-	if out, err := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--", dir).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--initial-branch=main", "--", dir).CombinedOutput(); err != nil {
 		return Repo{}, fmt.Errorf("git init %s: %w: %s", dir, err, out)
 	}
 	if err := Configure(ctx, root, dir, binary); err != nil {

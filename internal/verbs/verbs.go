@@ -83,13 +83,13 @@ func setUsageErrors(cmds []*cli.Command) {
 // refusal object on stdout.
 func Run(ctx context.Context, env *Env, words []string) int {
 	app := App(env)
+	if len(words) > 0 && (words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+		app.Setup()
+		_ = cli.ShowAppHelp(cli.NewContext(app, nil, nil))
+		return 0
+	}
 	if len(words) == 0 || app.Command(words[0]) == nil {
 		fmt.Fprintf(env.Stderr, "collab: unknown command %q; run 'help' for the list\n", first(words))
-		if len(words) > 0 && words[0] == "help" {
-			app.Setup()
-			_ = cli.ShowAppHelp(cli.NewContext(app, nil, nil))
-			return 0
-		}
 		return 2
 	}
 	err := app.RunContext(ctx, append([]string{"collab"}, argv.Reorder(app, words)...))
