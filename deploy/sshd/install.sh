@@ -119,14 +119,14 @@ say "wrote $SSHD_DIR/collab.conf"
 
 # 6. systemd units.
 install -d -m 0755 "$UNIT_DIR"
-for u in collab-web collab-git-daemon; do
-	subst "$here/$u.service" > "$UNIT_DIR/$u.service"
-	chmod 0644 "$UNIT_DIR/$u.service"
+for u in collab-web.service collab-git-daemon.service collab-export.service collab-export.timer; do
+	subst "$here/$u" > "$UNIT_DIR/$u"
+	chmod 0644 "$UNIT_DIR/$u"
 done
-say "wrote $UNIT_DIR/collab-web.service and collab-git-daemon.service"
+say "wrote $UNIT_DIR/collab-web.service, collab-git-daemon.service and the nightly collab-export.timer"
 if [ "$start" = yes ] && [ -d /run/systemd/system ] && [ "$UNIT_DIR" = /etc/systemd/system ]; then
 	systemctl daemon-reload
-	systemctl enable --now collab-web.service collab-git-daemon.service
+	systemctl enable --now collab-web.service collab-git-daemon.service collab-export.timer
 	systemctl reload ssh.service 2>/dev/null || systemctl restart ssh.service || say "warning: reload sshd yourself"
 	say "started collab-web and collab-git-daemon; reloaded sshd"
 else
