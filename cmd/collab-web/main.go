@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -74,7 +75,13 @@ func serve(c *cli.Context) error {
 
 	// Background work of this process (webhook delivery, the lease
 	// sweeper) starts here and stops with ctx.
-	background(ctx, root, db, log)
+	// Stop the background work before the deferred db.Close runs: ctx ends
+	// it, wait lets it finish its last transaction.
+	bctx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() { defer bg.Done(); background(bctx, root, db, log); <-bctx.Done() }()
+	defer func() { stopBackground(); bg.Wait() }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -96,17 +103,16 @@ func serve(c *cli.Context) error {
 	return nil
 }
 
-// background starts the process's non-HTTP work. The webhooks engineer
-// wires the dispatcher and the lease sweeper in here.
+// background runs the process's non-HTTP work (webhook delivery and the
+// lease sweeper) until ctx ends.
 func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Logger) {
 	key, err := root.Key()
 	if err != nil {
 		log.Error("webhook delivery and lease sweeper NOT running: no forge key", "err", err)
 		return
 	}
-	go func() {
-		if err := webhook.Run(ctx, db, key, log, webhook.Options{}); err != nil {
-			log.Error("webhook delivery stopped", "err", err)
-		}
-	}()
+	// Runs until ctx ends; serve waits for it before closing the database.
+	if err := webhook.Run(ctx, db, key, log, webhook.Options{}); err != nil {
+		log.Error("webhook delivery stopped", "err", err)
+	}
 }
