@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"html/template"
 	"regexp"
+	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -28,7 +29,9 @@ type Ref struct {
 
 // refRE finds REPO#PREFIX. Go's regexp has no look-behind, so the character
 // before the name is matched (group 1) and kept as text.
-var refRE = regexp.MustCompile(`(^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._/-]*)#([0-9a-f]{4,64})\b`)
+// It accepts what issues.ParseRefs records (upper-case hex included), so
+// every stored reference is also a link.
+var refRE = regexp.MustCompile(`(^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._/-]*)#([0-9A-Fa-f]{4,64})\b`)
 
 // FindRefs returns the cross-references in s, in order, as keys.
 func FindRefs(s string) []Ref {
@@ -38,7 +41,7 @@ func FindRefs(s string) []Ref {
 		if err != nil {
 			continue
 		}
-		out = append(out, Ref{Repo: key, Prefix: m[3]})
+		out = append(out, Ref{Repo: key, Prefix: strings.ToLower(m[3])})
 	}
 	return out
 }
@@ -119,7 +122,7 @@ func (x *xrefs) split(t *ast.Text, src []byte) {
 			nodes = append(nodes, ast.NewTextSegment(text.NewSegment(seg.Start+pos, seg.Start+start)))
 		}
 		l := ast.NewLink()
-		l.Destination = []byte(x.link(Ref{Repo: key, Prefix: string(val[m[6]:m[7]])}))
+		l.Destination = []byte(x.link(Ref{Repo: key, Prefix: strings.ToLower(string(val[m[6]:m[7]]))}))
 		l.AppendChild(l, ast.NewTextSegment(text.NewSegment(seg.Start+start, seg.Start+end)))
 		nodes = append(nodes, l)
 		pos = end

@@ -24,6 +24,7 @@ func TestRender(t *testing.T) {
 		{"style attr", `<p style="background:url(x)">a</p>`, nil, []string{"style="}},
 		{"xref", "fixed in org/demo#abcd1234.", []string{`<a href="/org/demo/-/ref/abcd1234"`, ">org/demo#abcd1234</a>."}, nil},
 		{"xref start", "demo.git#abcd", []string{`href="/demo/-/ref/abcd"`}, nil},
+		{"upper-case prefix", "demo#ABCD1234", []string{`href="/demo/-/ref/abcd1234"`, ">demo#ABCD1234</a>"}, nil},
 		{"two xrefs", "a#abcd and b#1234", []string{`href="/a/-/ref/abcd"`, `href="/b/-/ref/1234"`}, nil},
 		{"xref in code", "`demo#abcd`", []string{"<code>demo#abcd</code>"}, []string{"/-/ref/"}},
 		{"bad repo name", "../x#abcd", nil, []string{"/-/ref/"}},
