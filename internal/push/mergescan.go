@@ -1,9 +1,15 @@
 package push
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,7 +41,11 @@ const ForegroundBudget = 10000
 // PostReceive runs the merge scan for every branch the push moved that an
 // open patch targets; other pushes cost one query. With budget > 0 an update
 // that brings more new commits than that is not scanned here but returned
-// in deferred (nothing recorded for it yet: Scan is all or nothing).
+// in deferred (nothing recorded for it yet: Scan is all or nothing). So is
+// every such update of a push whose pack holds more than 5×budget objects:
+// git's walk of NEW ^OLD reads the whole range before its first commit
+// comes out, so counting commits costs most of the scan; the pack that
+// index-pack just wrote says the same for free.
 func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (deferred []Update, err error) {
 	start := time.Now()
 	var heads []Update
@@ -53,9 +63,23 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 	}
 	var others map[string]string
 	base := ""
+	bigPack := -1 // objects in the push's pack, when it is too big; looked up once
 	for _, u := range heads {
 		branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
 		if !bases[branch] {
+			continue
+		}
+		if budget > 0 && bigPack < 0 {
+			bigPack = 0
+			if n := RecentPackObjects(e.Git.Dir, u.New, e.Now()); n > 5*budget {
+				bigPack = n
+			}
+		}
+		if bigPack > 0 {
+			e.logger().Info("merge scan", "PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New,
+				"OUTCOME", "deferred", "pack_objects", bigPack)
+			e.say("collab: a push of %d objects: the merge scan of %s continues in the background", bigPack, branch)
+			deferred = append(deferred, u)
 			continue
 		}
 		revs := []string{u.New}
@@ -126,6 +150,75 @@ func MovesBranches(us []Update) bool {
 		}
 	}
 	return false
+}
+
+// RecentPackObjects returns the number of objects in the newest pack of
+// the repository at dir when index-pack wrote it within the last minute and
+// it holds object oid (a push of more than receive.unpackLimit objects keeps
+// its pack, which holds the pushed tip), else 0. Getting it wrong only
+// moves a merge scan to the background; what it records stays the same.
+func RecentPackObjects(dir, oid string, now time.Time) int {
+	packs := filepath.Join(dir, "objects", "pack")
+	entries, err := os.ReadDir(packs)
+	if err != nil {
+		return 0
+	}
+	var newest string
+	var at time.Time
+	for _, en := range entries {
+		if !strings.HasSuffix(en.Name(), ".idx") {
+			continue
+		}
+		info, err := en.Info()
+		if err == nil && info.ModTime().After(at) {
+			newest, at = en.Name(), info.ModTime()
+		}
+	}
+	if newest == "" || now.Sub(at) > time.Minute {
+		return 0
+	}
+	f, err := os.Open(filepath.Join(packs, newest))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	// Version 2 starts with "\377tOc" and the version; version 1 does not.
+	// Then 256 fanout counts; the last is the number of objects.
+	var head [8 + 256*4]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return 0
+	}
+	if string(head[:4]) != "\377tOc" || binary.BigEndian.Uint32(head[4:]) != 2 {
+		return 0 // version 1: older than any git that runs proc-receive
+	}
+	want, err := hex.DecodeString(oid)
+	if err != nil || len(want) != 20 {
+		return 0
+	}
+	fan := head[8:]
+	count := int(binary.BigEndian.Uint32(fan[255*4:]))
+	lo := 0
+	if want[0] > 0 {
+		lo = int(binary.BigEndian.Uint32(fan[(int(want[0])-1)*4:]))
+	}
+	hi := int(binary.BigEndian.Uint32(fan[int(want[0])*4:]))
+	// The sorted table of object names follows the fanout.
+	var name [20]byte
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if _, err := f.ReadAt(name[:], int64(len(head)+mid*20)); err != nil {
+			return 0
+		}
+		switch c := bytes.Compare(name[:], want); {
+		case c == 0:
+			return count
+		case c < 0:
+			lo = mid + 1
+		default:
+			hi = mid
+		}
+	}
+	return 0
 }
 
 // match is what the walk found for one open patch.
