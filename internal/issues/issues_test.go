@@ -296,7 +296,7 @@ func TestParseRefs(t *testing.T) {
 	}{
 		{"fixes demo#abcd", []Ref{{"demo.git", "abcd"}}},
 		{"org/sub.git#abcdef12, again org/sub#abcdef12.", []Ref{{"org/sub.git", "abcdef12"}}},
-		{"upper case demo#ABCD is not an id", nil},
+		{"upper case demo#ABCD is folded", []Ref{{"demo.git", "abcd"}}},
 		{"(lib#0123456789)", []Ref{{"lib.git", "0123456789"}}},
 		{"see https://example.com/page#abcd1234", nil},
 		{"demo#abc is too short, demo#abcz is not hex", nil},

@@ -22,10 +22,10 @@ type Ref struct {
 
 // refRE finds REPO#PREFIX not glued to a preceding name, path or URL
 // character (so https://host/page#abcd1234 is not a reference) and ending at
-// a word boundary. Compiled on first use: collab-hook starts once per ssh
+// a word boundary; upper-case hex is folded, as id input is. Compiled on first use: collab-hook starts once per ssh
 // command, and most never parse a body.
 var refRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?:^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*)#([0-9a-f]{4,64})\b`)
+	return regexp.MustCompile(`(?:^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*)#([0-9A-Fa-f]{4,64})\b`)
 })
 
 // ParseRefs returns the distinct references in body, in order of first
