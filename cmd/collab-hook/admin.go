@@ -65,6 +65,9 @@ func configCommand() *cli.Command {
 					if c.NArg() != 2 || !forge.ValidSetting(c.Args().First()) {
 						return fault.New(fault.Usage, "usage: config set KEY VALUE (KEY one of url, ssh)")
 					}
+					if err := forge.CheckSetting(c.Args().Get(0), c.Args().Get(1)); err != nil {
+						return err
+					}
 					return withDB(c, func(root forge.Root, db *store.DB) error {
 						return store.SetSetting(c.Context, db.R(), c.Args().Get(0), c.Args().Get(1))
 					})

@@ -52,16 +52,7 @@ func newApp() *cli.App {
 			hookCommand(),
 		},
 	}
-	usage := func(_ *cli.Context, err error, _ bool) error { return fault.New(fault.Usage, "%s", err.Error()) }
-	app.OnUsageError = usage
-	var walk func([]*cli.Command)
-	walk = func(cs []*cli.Command) {
-		for _, c := range cs {
-			c.OnUsageError = usage
-			walk(c.Subcommands)
-		}
-	}
-	walk(app.Commands)
+	argv.Strict(app)
 	return app
 }
 

@@ -17,10 +17,10 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "the forced command of every key: run SSH_ORIGINAL_COMMAND for a principal",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "as", Usage: "the principal the key belongs to", Required: true},
+			&cli.StringFlag{Name: "as", Usage: "the principal the key belongs to"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 0 {
+			if c.NArg() != 0 || c.String("as") == "" {
 				return fault.New(fault.Usage, "usage: serve --as NAME (the command comes from SSH_ORIGINAL_COMMAND)")
 			}
 			root, err := rootOf(c)

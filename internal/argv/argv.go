@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/fault"
 )
 
 // Reorder returns args (without the program name) rearranged for app.
@@ -98,4 +100,40 @@ func find(cmds []*cli.Command, name string) *cli.Command {
 		}
 	}
 	return nil
+}
+
+// Strict makes every command of app refuse bad usage with a fault.Usage
+// error (exit 2) instead of urfave's defaults: a flag it cannot parse, and
+// a group run without a subcommand (help, exit 0) or with an unknown one
+// ("No help topic", exit 3).
+func Strict(app *cli.App) {
+	app.OnUsageError = usageError
+	strict(app.Commands)
+}
+
+func strict(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = usageError
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = groupAction
+		}
+		strict(c.Subcommands)
+	}
+}
+
+func usageError(_ *cli.Context, err error, _ bool) error {
+	return fault.New(fault.Usage, "%s", err.Error())
+}
+
+func groupAction(c *cli.Context) error {
+	var names []string
+	for _, s := range c.Command.Subcommands {
+		if !s.Hidden && s.Name != "help" {
+			names = append(names, s.Name)
+		}
+	}
+	if c.NArg() == 0 {
+		return fault.New(fault.Usage, "usage: %s SUBCOMMAND (one of: %s)", c.Command.FullName(), strings.Join(names, ", "))
+	}
+	return fault.New(fault.Usage, "unknown subcommand %q of %s (one of: %s)", c.Args().First(), c.Command.FullName(), strings.Join(names, ", "))
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/fault"
 )
 
 func testApp() *cli.App {
@@ -65,5 +67,31 @@ func TestReorderParses(t *testing.T) {
 	}
 	if !public || name != "org/demo" || desc != "x" {
 		t.Fatalf("parsed public=%v name=%q desc=%q", public, name, desc)
+	}
+}
+
+func TestStrict(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want string // "" for success
+	}{
+		{"repo create demo", ""},
+		{"repo", "usage: repo SUBCOMMAND (one of: create)"},
+		{"repo nope", `unknown subcommand "nope" of repo (one of: create)`},
+		{"repo create --bogus demo", "flag provided but not defined: -bogus"},
+	} {
+		app := testApp()
+		app.Commands[0].Subcommands[0].Action = func(*cli.Context) error { return nil }
+		Strict(app)
+		err := app.Run(append([]string{"prog"}, Reorder(app, strings.Fields(tc.args))...))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%q: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || fault.ExitCode(err) != 2 || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v (exit %d), want exit 2 with %q", tc.args, err, fault.ExitCode(err), tc.want)
+		}
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/crypto/ssh"
 
@@ -89,9 +91,44 @@ func Init(ctx context.Context, r Root, settings map[string]string) error {
 		if v == "" {
 			continue
 		}
+		if err := CheckSetting(k, v); err != nil {
+			return err
+		}
 		if err := store.SetSetting(ctx, db.R(), k, v); err != nil {
 			return err
 		}
+	}
+	// Pushers are always shown a link; until the operator says where the
+	// web UI lives, it is collab-web's own default address.
+	if u, err := store.Setting(ctx, db.R(), SettingURL); err != nil {
+		return err
+	} else if u == "" {
+		return store.SetSetting(ctx, db.R(), SettingURL, DefaultURL)
+	}
+	return nil
+}
+
+// DefaultURL is collab-web's default listen address as a URL.
+const DefaultURL = "http://127.0.0.1:8080"
+
+// CheckSetting refuses a value that would print broken links or hints:
+// url must be an absolute http(s) URL, ssh an ssh:// URL or user@host.
+func CheckSetting(key, value string) error {
+	switch key {
+	case SettingURL:
+		u, err := url.Parse(value)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fault.New(fault.Usage, "bad url %q: want an absolute http(s) URL such as https://forge.example", value)
+		}
+	case SettingSSH:
+		if u, err := url.Parse(value); err == nil && u.Scheme == "ssh" && u.Host != "" {
+			return nil
+		}
+		if strings.ContainsAny(value, " \t\n'\"$`;&|<>\\") || strings.HasPrefix(value, "-") || !strings.Contains(value, "@") {
+			return fault.New(fault.Usage, "bad ssh %q: want ssh://git@host:port or git@host", value)
+		}
+	default:
+		return fault.New(fault.Usage, "unknown setting %q: want one of %s", key, strings.Join(Settings, ", "))
 	}
 	return nil
 }

@@ -43,6 +43,11 @@ func Resolve(ctx context.Context, q Querier, what, prefix, query string, args ..
 	if err := rows.Err(); err != nil {
 		return "", fmt.Errorf("resolve %s %s: %w", what, p, err)
 	}
+	// Ids run from 8 to 64 characters, so a full id may also prefix a
+	// longer one; naming it exactly must still reach it.
+	if seen[p] {
+		return p, nil
+	}
 	switch len(found) {
 	case 0:
 		return "", fault.New(fault.NotFound, "no %s %s", what, p)

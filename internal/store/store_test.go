@@ -157,3 +157,22 @@ func TestTimeSortsAsText(t *testing.T) {
 		t.Fatalf("ParseTime = %v, %v", got, err)
 	}
 }
+
+// A full id that also prefixes a longer one still names itself.
+func TestResolveExactWins(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	now := FormatTime(time.Now())
+	for _, id := range []string{"abcdef12", "abcdef1234567890"} {
+		if _, err := db.R().Exec("INSERT INTO issues(repo, id, title, author, created_at, updated_at) VALUES ('r.git', ?, 't', 'a', ?, ?)", id, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const q = "SELECT id FROM issues WHERE repo = ? AND id >= ? AND id < ? LIMIT 11"
+	if got, err := Resolve(ctx, db.R(), "issue", "abcdef12", q, "r.git"); err != nil || got != "abcdef12" {
+		t.Errorf("exact id = %q, %v", got, err)
+	}
+	if _, err := Resolve(ctx, db.R(), "issue", "abcdef1", q, "r.git"); fault.KindOf(err) != fault.Usage {
+		t.Errorf("shorter prefix = %v, want ambiguous", err)
+	}
+}

@@ -162,7 +162,8 @@ func (env *Env) logPatch(ctx context.Context, msg, key, id string, args ...any) 
 	if env.Log == nil {
 		return
 	}
-	env.Log.InfoContext(ctx, msg, append([]any{"REPO", key, "PATCH", id, "OUTCOME", "ok"}, args...)...)
+	// REPO comes from serve's logger, which names it for every verb line.
+	env.Log.InfoContext(ctx, msg, append([]any{"PATCH", id, "OUTCOME", "ok"}, args...)...)
 }
 
 func (env *Env) repoDir(key string) (string, error) {

@@ -51,10 +51,7 @@ func App(env *Env) *cli.App {
 		Reader:               env.Stdin,
 		Writer:               env.Stdout,
 		ErrWriter:            env.Stderr,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return fault.New(fault.Usage, "%s", err.Error())
-		},
-		CommandNotFound: func(c *cli.Context, name string) {},
+		CommandNotFound:      func(c *cli.Context, name string) {},
 		Commands: []*cli.Command{
 			whoamiCommand(env),
 			repoCommand(env),
@@ -65,17 +62,8 @@ func App(env *Env) *cli.App {
 			tokenCommand(env),
 		},
 	}
-	setUsageErrors(app.Commands)
+	argv.Strict(app)
 	return app
-}
-
-func setUsageErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return fault.New(fault.Usage, "%s", err.Error())
-		}
-		setUsageErrors(c.Subcommands)
-	}
 }
 
 // Run runs one verb line (already split into words) and returns its exit

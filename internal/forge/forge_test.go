@@ -1,0 +1,83 @@
+package forge
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/store"
+)
+
+func TestCheckSetting(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		ok         bool
+	}{
+		{SettingURL, "https://forge.example", true},
+		{SettingURL, "http://127.0.0.1:8080/collab", true},
+		{SettingURL, "notaurl", false},
+		{SettingURL, "ftp://forge.example", false},
+		{SettingURL, "https://", false},
+		{SettingSSH, "ssh://git@forge.example:2222", true},
+		{SettingSSH, "git@forge.example", true},
+		{SettingSSH, "forge.example", false},
+		{SettingSSH, "-oProxyCommand=sh@x", false},
+		{SettingSSH, "git@x; rm -rf /", false},
+		{"color", "blue", false},
+	} {
+		if err := CheckSetting(tc.key, tc.value); (err == nil) != tc.ok {
+			t.Errorf("CheckSetting(%q, %q) = %v, want ok=%v", tc.key, tc.value, err, tc.ok)
+		}
+	}
+}
+
+func TestInitIdempotent(t *testing.T) {
+	ctx := context.Background()
+	r, err := New(filepath.Join(t.TempDir(), "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(ctx, r, map[string]string{SettingSSH: "ssh://git@h:2222"}); err != nil {
+		t.Fatal(err)
+	}
+	k1, err := r.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(ctx, r, map[string]string{SettingURL: "https://forge.example"}); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := r.Key()
+	if err != nil || !k1.Equal(k2) {
+		t.Fatalf("forge key changed on a second init: %v", err)
+	}
+	db, err := r.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for k, want := range map[string]string{SettingSSH: "ssh://git@h:2222", SettingURL: "https://forge.example"} {
+		if got, _ := store.Setting(ctx, db.R(), k); got != want {
+			t.Errorf("setting %s = %q, want %q", k, got, want)
+		}
+	}
+	if err := Init(ctx, r, map[string]string{SettingURL: "bad"}); err == nil {
+		t.Error("init accepted a bad url")
+	}
+}
+
+func TestInitDefaultURL(t *testing.T) {
+	ctx := context.Background()
+	r, _ := New(filepath.Join(t.TempDir(), "root"))
+	if err := Init(ctx, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	db, err := r.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got, _ := store.Setting(ctx, db.R(), SettingURL); got != DefaultURL {
+		t.Errorf("url = %q, want %q", got, DefaultURL)
+	}
+}
