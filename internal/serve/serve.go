@@ -128,6 +128,7 @@ func Run(ctx context.Context, r *Request) int {
 		env.Log = log.With("REPO", key)
 	}
 	code := verbs.Run(ctx, env, words)
+	attrs = append(attrs, env.Notes...)
 	attrs = append(attrs, "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
 	log.InfoContext(ctx, "ssh verb", attrs...)
 	return code

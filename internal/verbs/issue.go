@@ -146,6 +146,7 @@ func (env *Env) issueNew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.Note("ISSUE", is.ID)
 	return env.Print(c, is, func(w io.Writer) {
 		fmt.Fprintf(w, "issue %s filed\n", is.ID)
 		if u := env.issueURL(key, is.ID); u != "" {
@@ -199,6 +200,7 @@ func (env *Env) issueShow(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		env.Note("ISSUE", id)
 		d, err = issues.Get(c.Context, tx, key, id, env.clock())
 		return err
 	})
@@ -276,6 +278,7 @@ func (env *Env) issueComment(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.Note("ISSUE", id)
 	var cm issues.Comment
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		now := env.clock()
@@ -313,6 +316,7 @@ func (env *Env) issueSetState(c *cli.Context, state string) error {
 	if err != nil {
 		return err
 	}
+	env.Note("ISSUE", id)
 	verb := map[string]string{issues.Closed: "close", issues.Open: "reopen"}[state]
 	var is issues.Issue
 	var changed bool

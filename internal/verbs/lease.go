@@ -92,6 +92,7 @@ func (env *Env) leaseAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.Note("ISSUE", id)
 	if !force {
 		if err := leases.CheckFree(c.Context, env.DB.R(), key, id, env.Principal, env.clock()); err != nil {
 			return err
@@ -125,6 +126,7 @@ func (env *Env) leaseRenew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.Note("ISSUE", id)
 	var l leases.Lease
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		l, err = leases.Renew(c.Context, tx, key, id, env.Principal, ttl, env.clock())
@@ -162,6 +164,7 @@ func (env *Env) leaseRelease(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.Note("ISSUE", id)
 	var released bool
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		released, err = leases.Release(c.Context, tx, key, id, env.Principal, force, env.clock())

@@ -38,7 +38,13 @@ type Env struct {
 	// SSH is how users reach the forge (ssh://git@host:port), for hints.
 	SSH string
 	Log *slog.Logger
+	// Notes are journal fields (ISSUE, PATCH) a verb found out, for the
+	// caller's log entry about the whole verb.
+	Notes []any
 }
+
+// Note records a journal field for the caller's entry about this verb.
+func (env *Env) Note(key string, value any) { env.Notes = append(env.Notes, key, value) }
 
 // App builds the verb tree for env.
 func App(env *Env) *cli.App {
