@@ -149,20 +149,29 @@ func (s *Server) routes() *mux.Router {
 	api.HandleFunc("/signing-key", s.apiSigningKey).Methods("GET")
 	api.HandleFunc("/repos", s.apiRepos).Methods("GET")
 	api.HandleFunc("/events", s.apiEvents).Methods("GET")
-	rp := "/repos/{repo}"
-	api.HandleFunc(rp, s.apiRepo).Methods("GET")
-	api.HandleFunc(rp+"/issues", s.apiIssues).Methods("GET")
-	api.HandleFunc(rp+"/issues", s.apiFileIssue).Methods("POST")
-	api.HandleFunc(rp+"/issues/{id}", s.apiIssue).Methods("GET")
-	api.HandleFunc(rp+"/issues/{id}", s.apiPatchIssue).Methods("PATCH")
-	api.HandleFunc(rp+"/issues/{id}/comments", s.apiComments).Methods("GET")
-	api.HandleFunc(rp+"/issues/{id}/comments", s.apiComment).Methods("POST")
-	api.HandleFunc(rp+"/issues/{id}/lease", s.apiAcquire).Methods("PUT")
-	api.HandleFunc(rp+"/issues/{id}/lease", s.apiRelease).Methods("DELETE")
-	api.HandleFunc(rp+"/leases", s.apiLeases).Methods("GET")
-	api.HandleFunc(rp+"/patches", s.apiPatches).Methods("GET")
-	api.HandleFunc(rp+"/patches/{id}", s.apiPatch).Methods("GET")
-	api.HandleFunc(rp+"/patches/{id}/reviews", s.apiReview).Methods("POST")
+	// The contract names nested repositories URL-escaped (org%2Ffoo.git);
+	// the same paths with the slashes left in are served too, after every
+	// escaped form, with the bare repository route last so that it cannot
+	// swallow a longer path.
+	for _, rp := range []string{"/repos/{repo}", "/repos/{repo:.+?}"} {
+		api.HandleFunc(rp+"/issues", s.apiIssues).Methods("GET")
+		api.HandleFunc(rp+"/issues", s.apiFileIssue).Methods("POST")
+		api.HandleFunc(rp+"/issues/{id}", s.apiIssue).Methods("GET")
+		api.HandleFunc(rp+"/issues/{id}", s.apiPatchIssue).Methods("PATCH")
+		api.HandleFunc(rp+"/issues/{id}/comments", s.apiComments).Methods("GET")
+		api.HandleFunc(rp+"/issues/{id}/comments", s.apiComment).Methods("POST")
+		api.HandleFunc(rp+"/issues/{id}/lease", s.apiAcquire).Methods("PUT")
+		api.HandleFunc(rp+"/issues/{id}/lease", s.apiRelease).Methods("DELETE")
+		api.HandleFunc(rp+"/leases", s.apiLeases).Methods("GET")
+		api.HandleFunc(rp+"/patches", s.apiPatches).Methods("GET")
+		api.HandleFunc(rp+"/patches/{id}", s.apiPatch).Methods("GET")
+		api.HandleFunc(rp+"/patches/{id}/reviews", s.apiReview).Methods("POST")
+	}
+	api.HandleFunc("/repos/{repo}", s.apiRepo).Methods("GET")
+	api.HandleFunc("/repos/{repo:.+?}", s.apiRepo).Methods("GET")
+	api.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.fail(w, req, notFound("API endpoint"))
+	})
 
 	r.HandleFunc("/", s.pageRepos).Methods("GET", "HEAD")
 	r.HandleFunc("/login", s.pageLogin).Methods("GET", "HEAD")

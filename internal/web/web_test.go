@@ -226,7 +226,10 @@ func TestAPI(t *testing.T) {
 		{"bad repo name", req{method: "GET", path: "/api/v1/repos/..%2Fx/issues"}, 404, `not found`},
 		{"bad token", req{method: "GET", path: "/api/v1/repos", who: "collab_bogus"}, 401, `bad token`},
 		{"not bearer", req{method: "GET", path: "/api/v1/repos", headers: map[string]string{"Authorization": "Basic eDp5"}}, 401, `Bearer`},
-		{"unknown api path", req{method: "GET", path: "/api/v1/nope"}, 404, `"error"`},
+		{"unknown api path", req{method: "GET", path: "/api/v1/nope"}, 404, `"error":"API endpoint not found"`},
+		{"nested slashes left in", req{method: "GET", path: "/api/v1/repos/org/demo/issues"}, 200, issue},
+		{"nested slashes left in, repo", req{method: "GET", path: "/api/v1/repos/org/demo.git"}, 200, `"name":"org/demo.git"`},
+		{"nested slashes left in, comments", req{method: "GET", path: "/api/v1/repos/org/demo/issues/" + issue + "/comments"}, 200, `^\[`},
 		{"wrong method", req{method: "DELETE", path: api + "/issues"}, 405, `"error"`},
 
 		{"list issues", req{method: "GET", path: api + "/issues"}, 200, issue},
