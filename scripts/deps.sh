@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the stock parts the suite and the demo drive, when missing:
-# openssh-server (sshd), openssh-client, git, chromium. Debian, as root.
+# openssh-server (sshd), openssh-client, git, chromium, sqlite3. Debian, as root.
 set -euo pipefail
 
 need=()
@@ -9,6 +9,8 @@ command -v ssh >/dev/null || need+=(openssh-client)
 command -v ssh-keygen >/dev/null || need+=(openssh-client)
 command -v git >/dev/null || need+=(git)
 command -v chromium >/dev/null || need+=(chromium)
+# Some scripts check the database the way an operator would, with sqlite3.
+command -v sqlite3 >/dev/null || need+=(sqlite3)
 [ "${COLLAB_BENCH_GITOLITE:-}" = 1 ] && ! command -v gitolite >/dev/null && need+=(gitolite3)
 
 if [ ${#need[@]} -gt 0 ]; then
