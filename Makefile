@@ -3,6 +3,9 @@ GO ?= go
 # urfave_cli_no_docs keeps the man-page generator out of collab-hook, whose
 # start-up every push pays.
 export GOFLAGS ?= -buildvcs=false -tags=urfave_cli_no_docs
+# Static binaries: modernc's SQLite is pure Go, and a hook process skips the
+# dynamic loader.
+export CGO_ENABLED ?= 0
 
 .PHONY: all build test demo bench deps vet lint clean
 

@@ -20,7 +20,7 @@ mkdir -p "$top/bench/out"
 w=$(mktemp -d "$top/bench/out/mergescan.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 mkdir -p "$w/bin"
-go build -tags urfave_cli_no_docs -o "$w/bin/collab-hook" ./cmd/collab-hook
+CGO_ENABLED=0 go build -tags urfave_cli_no_docs -o "$w/bin/collab-hook" ./cmd/collab-hook
 export HOME=$w/home GIT_CONFIG_NOSYSTEM=1
 unset COLLAB_PRINCIPAL COLLAB_URL COLLAB_ROOT
 mkdir -p "$HOME"

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	_ = os.Chmod(dir, 0o755)
 	binDir = dir
 	for _, cmd := range []string{"collab-hook", "collab-web"} {
-		out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd).CombinedOutput()
+		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
 			os.Exit(1)

@@ -53,7 +53,10 @@ func run(n int) error {
 	}
 	defer os.RemoveAll(w)
 	bin := filepath.Join(w, "collab-hook")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/collab-hook").CombinedOutput(); err != nil {
+	// Built as make build does: static, without urfave's doc generator.
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/collab-hook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v: %s", err, out)
 	}
 	home := filepath.Join(w, "home")

@@ -13,11 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gitrepo "github.com/collab-forge/collab/internal/git"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -87,11 +87,9 @@ func (r Result) WriteText(w io.Writer) error {
 	return err
 }
 
-var oidRE = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
-
 func checkOID(oids ...string) error {
 	for _, o := range oids {
-		if !oidRE.MatchString(o) {
+		if !gitrepo.IsOID(o) {
 			return fmt.Errorf("not a full object id: %q", o)
 		}
 	}

@@ -68,9 +68,10 @@ func exitCode(err error) int {
 	return -1
 }
 
-// IsOID reports whether s is a full lowercase SHA-1 hex object id.
+// IsOID reports whether s is a full lowercase hex object id (SHA-1, or
+// SHA-256 for repositories that use it).
 func IsOID(s string) bool {
-	if len(s) != 40 {
+	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

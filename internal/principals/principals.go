@@ -20,9 +20,10 @@ import (
 // AllRepos is the grant target meaning every repository.
 const AllRepos = "*"
 
-// validName reports whether name matches [a-z0-9][a-z0-9._-]{0,63}. It is
-// a loop rather than a regexp because every serve checks it at start-up.
-func validName(name string) bool {
+// ValidName reports whether name matches [a-z0-9][a-z0-9._-]{0,63}, the
+// rule for principal and token names. It is a loop rather than a regexp
+// because a regexp compiled at start-up costs every hook process.
+func ValidName(name string) bool {
 	if name == "" || len(name) > 64 {
 		return false
 	}
@@ -41,7 +42,7 @@ func validName(name string) bool {
 // CheckName refuses a principal name that could not safely be written into
 // a forced command, and the reserved ones.
 func CheckName(name string) error {
-	if !validName(name) {
+	if !ValidName(name) {
 		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
 	}
 	if name == access.Local {

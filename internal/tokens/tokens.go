@@ -16,12 +16,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -32,8 +32,6 @@ const Prefix = "collab_"
 // touchEvery bounds how often a token's last-used time is written: a busy
 // agent must not turn every read into a write transaction.
 const touchEvery = time.Minute
-
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
 // Token is a stored token; the secret itself is only known at creation.
 type Token struct {
@@ -61,7 +59,7 @@ func randomSecret(n int) string {
 
 // CheckName validates a token name.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !principals.ValidName(name) {
 		return fault.New(fault.Usage, "bad token name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
 	}
 	return nil
