@@ -310,3 +310,21 @@ func TestParseRefs(t *testing.T) {
 		}
 	}
 }
+
+func TestFindRefs(t *testing.T) {
+	text := "see org/demo#abcd and demo.git#0123456789, not ../x#abcd; demo#ABCD again"
+	want := []RefAt{
+		{Ref{"org/demo.git", "abcd"}, 4, 17},
+		{Ref{"demo.git", "0123456789"}, 22, 41},
+		{Ref{"demo.git", "abcd"}, 58, 67},
+	}
+	got := FindRefs(text)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FindRefs = %v, want %v", got, want)
+	}
+	for _, r := range got {
+		if w := text[r.Start:r.End]; !strings.HasSuffix(strings.ToLower(w), "#"+r.Prefix) {
+			t.Errorf("text[%d:%d] = %q, not the reference %s", r.Start, r.End, w, r)
+		}
+	}
+}

@@ -22,30 +22,49 @@ type Ref struct {
 
 // refRE finds REPO#PREFIX not glued to a preceding name, path or URL
 // character (so https://host/page#abcd1234 is not a reference) and ending at
-// a word boundary; upper-case hex is folded, as id input is. Compiled on first use: collab-hook starts once per ssh
-// command, and most never parse a body.
+// a word boundary; upper-case hex is folded, as id input is. Compiled on
+// first use: collab-hook starts once per ssh command, and most never parse
+// a body.
 var refRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?:^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*)#([0-9A-Fa-f]{4,64})\b`)
 })
 
+// RefAt is a reference and where it stands in the text searched:
+// text[Start:End] is NAME#PREFIX as written.
+type RefAt struct {
+	Ref
+	Start, End int
+}
+
+// FindRefs returns every reference in text with its position, in order,
+// repeats included; names that are not valid repository names are skipped.
+// It is the one parser of references: ParseRefs records what it finds and
+// the web's markdown renderer links it, so every stored reference is a link.
+func FindRefs(text string) []RefAt {
+	var out []RefAt
+	for _, m := range refRE().FindAllStringSubmatchIndex(text, -1) {
+		key, err := reponame.Key(text[m[2]:m[3]])
+		if err != nil {
+			continue
+		}
+		p, err := ids.CheckPrefix(text[m[4]:m[5]])
+		if err != nil {
+			continue
+		}
+		out = append(out, RefAt{Ref: Ref{Repo: key, Prefix: p}, Start: m[2], End: m[5]})
+	}
+	return out
+}
+
 // ParseRefs returns the distinct references in body, in order of first
-// appearance. Names that are not valid repository names are skipped.
+// appearance.
 func ParseRefs(body string) []Ref {
 	var out []Ref
 	seen := map[Ref]bool{}
-	for _, m := range refRE().FindAllStringSubmatch(body, -1) {
-		key, err := reponame.Key(m[1])
-		if err != nil {
-			continue
-		}
-		p, err := ids.CheckPrefix(m[2])
-		if err != nil {
-			continue
-		}
-		r := Ref{Repo: key, Prefix: p}
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
+	for _, r := range FindRefs(body) {
+		if !seen[r.Ref] {
+			seen[r.Ref] = true
+			out = append(out, r.Ref)
 		}
 	}
 	return out

@@ -7,8 +7,6 @@ package markdown
 import (
 	"bytes"
 	"html/template"
-	"regexp"
-	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -18,33 +16,12 @@ import (
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
-	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/issues"
 )
 
-// Ref is a REPO#PREFIX cross-reference found in a body.
-type Ref struct {
-	Repo   string // the repository key, org/foo.git
-	Prefix string // lowercase hex, 4 to 64 characters
-}
-
-// refRE finds REPO#PREFIX. Go's regexp has no look-behind, so the character
-// before the name is matched (group 1) and kept as text.
-// It accepts what issues.ParseRefs records (upper-case hex included), so
-// every stored reference is also a link.
-var refRE = regexp.MustCompile(`(^|[^A-Za-z0-9._/#-])([A-Za-z0-9][A-Za-z0-9._/-]*)#([0-9A-Fa-f]{4,64})\b`)
-
-// FindRefs returns the cross-references in s, in order, as keys.
-func FindRefs(s string) []Ref {
-	var out []Ref
-	for _, m := range refRE.FindAllStringSubmatch(s, -1) {
-		key, err := reponame.Key(m[2])
-		if err != nil {
-			continue
-		}
-		out = append(out, Ref{Repo: key, Prefix: strings.ToLower(m[3])})
-	}
-	return out
-}
+// Ref is a REPO#PREFIX cross-reference found in a body (found by
+// issues.FindRefs, so that what is stored is what is linked).
+type Ref = issues.Ref
 
 // Renderer turns markdown into sanitised HTML. It is safe for concurrent use.
 type Renderer struct {
@@ -102,8 +79,8 @@ func (x *xrefs) Transform(doc *ast.Document, reader text.Reader, _ parser.Contex
 func (x *xrefs) split(t *ast.Text, src []byte) {
 	seg := t.Segment
 	val := seg.Value(src)
-	ms := refRE.FindAllSubmatchIndex(val, -1)
-	if len(ms) == 0 {
+	refs := issues.FindRefs(string(val))
+	if len(refs) == 0 {
 		return
 	}
 	parent := t.Parent()
@@ -112,20 +89,15 @@ func (x *xrefs) split(t *ast.Text, src []byte) {
 	}
 	var nodes []ast.Node
 	pos := 0
-	for _, m := range ms {
-		start, end := m[4], m[7] // from the name to the end of the prefix
-		key, err := reponame.Key(string(val[m[4]:m[5]]))
-		if err != nil {
-			continue
-		}
-		if start > pos {
-			nodes = append(nodes, ast.NewTextSegment(text.NewSegment(seg.Start+pos, seg.Start+start)))
+	for _, r := range refs {
+		if r.Start > pos {
+			nodes = append(nodes, ast.NewTextSegment(text.NewSegment(seg.Start+pos, seg.Start+r.Start)))
 		}
 		l := ast.NewLink()
-		l.Destination = []byte(x.link(Ref{Repo: key, Prefix: strings.ToLower(string(val[m[6]:m[7]]))}))
-		l.AppendChild(l, ast.NewTextSegment(text.NewSegment(seg.Start+start, seg.Start+end)))
+		l.Destination = []byte(x.link(r.Ref))
+		l.AppendChild(l, ast.NewTextSegment(text.NewSegment(seg.Start+r.Start, seg.Start+r.End)))
 		nodes = append(nodes, l)
-		pos = end
+		pos = r.End
 	}
 	if len(nodes) == 0 {
 		return

@@ -48,10 +48,3 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
-
-func TestFindRefs(t *testing.T) {
-	got := FindRefs("see org/demo#abcd and demo.git#0123456789, not ../x#abcd")
-	if len(got) != 2 || got[0] != (Ref{"org/demo.git", "abcd"}) || got[1] != (Ref{"demo.git", "0123456789"}) {
-		t.Fatalf("FindRefs = %v", got)
-	}
-}
