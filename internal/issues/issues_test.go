@@ -3,12 +3,14 @@ package issues
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/store"
@@ -325,6 +327,43 @@ func TestFindRefs(t *testing.T) {
 	for _, r := range got {
 		if w := text[r.Start:r.End]; !strings.HasSuffix(strings.ToLower(w), "#"+r.Prefix) {
 			t.Errorf("text[%d:%d] = %q, not the reference %s", r.Start, r.End, w, r)
+		}
+	}
+}
+
+func TestMayChange(t *testing.T) {
+	exp := "2026-01-01T00:00:00.000Z"
+	free := Issue{ID: "abcd", Repo: "demo.git", Author: "alice"}
+	leased := free
+	leased.Lease = &leases.Lease{Holder: "bob", ExpiresAt: &exp}
+	cases := []struct {
+		name      string
+		cur       Issue
+		who       string
+		lvl       access.Level
+		state     bool
+		wantKind  fault.Kind
+		wantInMsg string
+	}{
+		{"author with read", free, "alice", access.Read, true, 0, ""},
+		{"other with read", free, "carol", access.Read, true, fault.Denied, "write access to demo needed to close"},
+		{"other with write", free, "carol", access.Write, true, 0, ""},
+		{"anonymous", free, "", access.Admin, false, fault.Denied, ""},
+		{"author, leased by other", leased, "alice", access.Write, true, fault.Conflict, "leased by bob"},
+		{"author, leased by other, title only", leased, "alice", access.Read, false, 0, ""},
+		{"holder", leased, "bob", access.Write, true, 0, ""},
+		{"admin over a lease", leased, "carol", access.Admin, true, 0, ""},
+	}
+	for _, c := range cases {
+		err := MayChange(c.cur, c.who, c.lvl, c.state, "close")
+		if c.wantKind == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if fault.KindOf(err) != c.wantKind || !strings.Contains(fmt.Sprint(err), c.wantInMsg) {
+			t.Errorf("%s: got %v, want kind %v with %q", c.name, err, c.wantKind, c.wantInMsg)
 		}
 	}
 }

@@ -296,15 +296,13 @@ func (env *Env) issueComment(c *cli.Context) error {
 	return env.Print(c, cm, func(w io.Writer) { fmt.Fprintf(w, "comment %s on issue %s\n", cm.ID, id) })
 }
 
-// issueSetState closes or reopens an issue. Its author may do so with read
-// access, anyone else needs write; while a live lease is held only its
-// holder or an admin may; a --lease-token must be the holder's current one.
+// issueSetState closes or reopens an issue by the rule of issues.Change.
 func (env *Env) issueSetState(c *cli.Context, state string) error {
 	args, err := Args(c, "repo", "id")
 	if err != nil {
 		return err
 	}
-	token, fenced, err := leaseToken(c)
+	token, _, err := leaseToken(c)
 	if err != nil {
 		return err
 	}
@@ -317,36 +315,12 @@ func (env *Env) issueSetState(c *cli.Context, state string) error {
 		return err
 	}
 	env.Note("ISSUE", id)
-	verb := map[string]string{issues.Closed: "close", issues.Open: "reopen"}[state]
 	var is issues.Issue
 	var changed bool
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		now := env.clock()
-		cur, ok, err := issues.Lookup(c.Context, tx, key, id, now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fault.New(fault.NotFound, "no issue %s", id)
-		}
-		if cur.Author != env.Principal && lvl < access.Write {
-			return fault.New(fault.Denied, "permission denied: write access to %s needed to %s an issue filed by someone else",
-				reponame.Display(key), verb)
-		}
-		if fenced {
-			if err := leases.Fence(c.Context, tx, key, id, env.Principal, token, now); err != nil {
-				return err
-			}
-		}
-		if l := cur.Lease; l != nil && l.Holder != env.Principal && lvl < access.Admin {
-			var exp any
-			if l.ExpiresAt != nil {
-				exp = *l.ExpiresAt
-			}
-			return fault.New(fault.Conflict, "cannot %s issue %s: it is leased by %s (only the holder or an admin may)", verb, id, l.Holder).
-				With("holder", l.Holder).With("expires_at", exp)
-		}
-		is, changed, err = issues.SetState(c.Context, tx, key, id, state, env.Principal, now)
+		is, changed, err = issues.Change(c.Context, tx, key, id, issues.Edit{
+			Principal: env.Principal, Level: lvl, State: &state, LeaseToken: token,
+		}, env.clock())
 		return err
 	})
 	if err != nil {

@@ -21,7 +21,6 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/review"
-	"github.com/collab-forge/collab/internal/store"
 )
 
 func (s *Server) apiSigningKey(w http.ResponseWriter, r *http.Request) {
@@ -205,7 +204,7 @@ func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	token, fenced, err := leaseToken(r)
+	token, _, err := leaseToken(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -228,7 +227,9 @@ func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	is, err := s.changeIssue(r.Context(), key, id, principalOf(r), lvl, b.State, b.Title, token, fenced)
+	is, err := s.changeIssue(r.Context(), key, id, issues.Edit{
+		Principal: principalOf(r), Level: lvl, State: b.State, Title: b.Title, LeaseToken: token,
+	})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -236,65 +237,14 @@ func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, is)
 }
 
-// changeIssue changes an issue's state and/or title in one transaction, by
-// the rules of the verbs: its author may with read access, anyone else
-// needs write; while a live lease is held only its holder or an admin may
-// change the state; a lease token must be the writer's live one.
-func (s *Server) changeIssue(ctx context.Context, key, id, principal string, lvl access.Level, state, title *string, token int64, fenced bool) (issues.Issue, error) {
+// changeIssue changes an issue's state and/or title in one transaction,
+// by the rule of issues.Change that the verbs follow too.
+func (s *Server) changeIssue(ctx context.Context, key, id string, e issues.Edit) (issues.Issue, error) {
 	var is issues.Issue
-	if state != nil {
-		if *state != issues.Open && *state != issues.Closed {
-			return is, fault.New(fault.Usage, "bad state %q: want open or closed", *state)
-		}
-	}
-	var newTitle string
-	if title != nil {
-		t, err := issues.CheckTitle(*title)
-		if err != nil {
-			return is, err
-		}
-		newTitle = t
-	}
 	err := s.cfg.DB.Write(ctx, func(tx *sql.Tx) error {
-		now := s.now()
-		cur, ok, err := issues.Lookup(ctx, tx, key, id, now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fault.New(fault.NotFound, "no issue %s", id)
-		}
-		if cur.Author != principal && lvl < access.Write {
-			return fault.New(fault.Denied, "permission denied: write access to %s needed to change an issue filed by someone else", reponame.Display(key))
-		}
-		if fenced {
-			if err := leases.Fence(ctx, tx, key, id, principal, token, now); err != nil {
-				return err
-			}
-		}
-		is = cur
-		if title != nil && newTitle != cur.Title {
-			// issues has no title setter; the change is one UPDATE, and no
-			// event kind of the contract covers it.
-			if _, err := tx.ExecContext(ctx, "UPDATE issues SET title = ?, updated_at = ? WHERE repo = ? AND id = ?",
-				newTitle, store.FormatTime(now), key, id); err != nil {
-				return fmt.Errorf("retitle issue %s: %w", id, err)
-			}
-			is.Title, is.UpdatedAt = newTitle, store.FormatTime(now)
-		}
-		if state != nil && *state != cur.State {
-			if l := cur.Lease; l != nil && l.Holder != principal && lvl < access.Admin {
-				var exp any
-				if l.ExpiresAt != nil {
-					exp = *l.ExpiresAt
-				}
-				return fault.New(fault.Conflict, "cannot change the state of issue %s: it is leased by %s (only the holder or an admin may)", id, l.Holder).
-					With("holder", l.Holder).With("expires_at", exp)
-			}
-			is, _, err = issues.SetState(ctx, tx, key, id, *state, principal, now)
-			return err
-		}
-		return nil
+		var err error
+		is, _, err = issues.Change(ctx, tx, key, id, e, s.now())
+		return err
 	})
 	return is, err
 }

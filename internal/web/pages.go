@@ -259,8 +259,7 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me := principalOf(r)
-	canState := me != "" && (d.Author == me || lvl >= access.Write) &&
-		(d.Lease == nil || d.Lease.Holder == me || lvl >= access.Admin)
+	canState := issues.MayChange(d.Issue, me, lvl, true, "close") == nil
 	s.render(w, r, http.StatusOK, "issue", map[string]any{
 		"Title": d.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
 		"Issue": d, "Linked": linked, "CanState": canState,
@@ -306,7 +305,7 @@ func (s *Server) postIssueState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state := r.PostFormValue("state")
-	if _, err := s.changeIssue(r.Context(), key, id, principalOf(r), lvl, &state, nil, 0, false); err != nil {
+	if _, err := s.changeIssue(r.Context(), key, id, issues.Edit{Principal: principalOf(r), Level: lvl, State: &state}); err != nil {
 		s.fail(w, r, err)
 		return
 	}
