@@ -1,7 +1,6 @@
 package verbs
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -37,13 +36,8 @@ func issueCommand(env *Env) *cli.Command {
 				Name:      "list",
 				Usage:     "list issues, newest first",
 				ArgsUsage: "REPO [--state open|closed|all] [--limit N] [--after ID]",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "state", Value: issues.Open, Usage: "open, closed or all"},
-					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many (1 to 1000)"},
-					&cli.StringFlag{Name: "after", Usage: "start after this issue (for the next page)"},
-					JSONFlag,
-				},
-				Action: env.issueList,
+				Flags:     listFlags("issue", issues.Open, "open, closed or all"),
+				Action:    env.issueList,
 			},
 			{
 				Name:      "show",
@@ -104,17 +98,6 @@ func (env *Env) clock() time.Time {
 	return time.Now()
 }
 
-// issueRepo turns a client-given repository name into its key after
-// checking that the principal has at least need there.
-func (env *Env) issueRepo(ctx context.Context, name string, need access.Level) (string, access.Level, error) {
-	key, err := reponame.Key(name)
-	if err != nil {
-		return "", access.None, err
-	}
-	lvl, err := access.Require(ctx, env.DB.R(), env.Principal, key, need)
-	return key, lvl, err
-}
-
 func (env *Env) issueURL(key, id string) string {
 	if env.URL == "" {
 		return ""
@@ -123,14 +106,10 @@ func (env *Env) issueURL(key, id string) string {
 }
 
 func (env *Env) issueNew(c *cli.Context) error {
-	args, err := Args(c, "repo")
-	if err != nil {
-		return err
-	}
 	if !c.IsSet("title") {
 		return fault.New(fault.Usage, "usage: issue new REPO --title T [--body B]: --title is required")
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	key, err := env.repoArg(c, access.Read)
 	if err != nil {
 		return err
 	}
@@ -156,17 +135,13 @@ func (env *Env) issueNew(c *cli.Context) error {
 }
 
 func (env *Env) issueList(c *cli.Context) error {
-	args, err := Args(c, "repo")
-	if err != nil {
-		return err
-	}
 	if err := issues.CheckState(c.String("state")); err != nil {
 		return err
 	}
-	if n := c.Int("limit"); n < 1 || n > 1000 {
-		return fault.New(fault.Usage, "bad limit %d: want 1 to 1000", n)
+	if err := checkLimit(c); err != nil {
+		return err
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	key, err := env.repoArg(c, access.Read)
 	if err != nil {
 		return err
 	}
@@ -186,24 +161,11 @@ func (env *Env) issueList(c *cli.Context) error {
 }
 
 func (env *Env) issueShow(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
+	t, err := env.issueTarget(c, access.Read, issues.Resolve)
 	if err != nil {
 		return err
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
-	if err != nil {
-		return err
-	}
-	var d issues.Detail
-	err = env.DB.Read(c.Context, func(tx *sql.Tx) error {
-		id, err := issues.Resolve(c.Context, tx, key, args[1])
-		if err != nil {
-			return err
-		}
-		env.Note("ISSUE", id)
-		d, err = issues.Get(c.Context, tx, key, id, env.clock())
-		return err
-	})
+	d, err := issues.Get(c.Context, env.DB.R(), t.key, t.id, env.clock())
 	if err != nil {
 		return err
 	}
@@ -255,10 +217,6 @@ func leaseText(l leases.Lease) string {
 }
 
 func (env *Env) issueComment(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	if !c.IsSet("body") {
 		return fault.New(fault.Usage, "usage: issue comment REPO ID --body B: --body is required (- reads stdin)")
 	}
@@ -266,7 +224,7 @@ func (env *Env) issueComment(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	t, err := env.issueTarget(c, access.Read, issues.Resolve)
 	if err != nil {
 		return err
 	}
@@ -274,11 +232,7 @@ func (env *Env) issueComment(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := issues.Resolve(c.Context, env.DB.R(), key, args[1])
-	if err != nil {
-		return err
-	}
-	env.Note("ISSUE", id)
+	key, id := t.key, t.id
 	var cm issues.Comment
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		now := env.clock()
@@ -298,28 +252,20 @@ func (env *Env) issueComment(c *cli.Context) error {
 
 // issueSetState closes or reopens an issue by the rule of issues.Change.
 func (env *Env) issueSetState(c *cli.Context, state string) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	token, _, err := leaseToken(c)
 	if err != nil {
 		return err
 	}
-	key, lvl, err := env.issueRepo(c.Context, args[0], access.Read)
+	t, err := env.issueTarget(c, access.Read, issues.Resolve)
 	if err != nil {
 		return err
 	}
-	id, err := issues.Resolve(c.Context, env.DB.R(), key, args[1])
-	if err != nil {
-		return err
-	}
-	env.Note("ISSUE", id)
+	id := t.id
 	var is issues.Issue
 	var changed bool
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		is, changed, err = issues.Change(c.Context, tx, key, id, issues.Edit{
-			Principal: env.Principal, Level: lvl, State: &state, LeaseToken: token,
+		is, changed, err = issues.Change(c.Context, tx, t.key, id, issues.Edit{
+			Principal: env.Principal, Level: t.lvl, State: &state, LeaseToken: token,
 		}, env.clock())
 		return err
 	})

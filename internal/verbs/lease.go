@@ -60,39 +60,29 @@ func ttlOf(c *cli.Context) (time.Duration, error) {
 	return leases.ParseTTL(c.String("ttl"))
 }
 
-// leaseForce reports whether --force was given, refusing it to non-admins.
-func leaseForce(c *cli.Context, lvl access.Level) (bool, error) {
-	if !c.Bool("force") {
-		return false, nil
+// leaseTarget is the issue of a lease verb that takes --force: write
+// access is needed, and --force is refused to non-admins.
+func (env *Env) leaseTarget(c *cli.Context, resolve resolver) (t target, force bool, err error) {
+	t, err = env.issueTarget(c, access.Write, resolve)
+	if err != nil {
+		return target{}, false, err
 	}
-	if lvl < access.Admin {
-		return false, fault.New(fault.Denied, "permission denied: only a repository admin may override a lease (--force)")
+	if c.Bool("force") && t.lvl < access.Admin {
+		return target{}, false, fault.New(fault.Denied, "permission denied: only a repository admin may override a lease (--force)")
 	}
-	return true, nil
+	return t, c.Bool("force"), nil
 }
 
 func (env *Env) leaseAcquire(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	ttl, err := ttlOf(c)
 	if err != nil {
 		return err
 	}
-	key, lvl, err := env.issueRepo(c.Context, args[0], access.Write)
+	t, force, err := env.leaseTarget(c, issues.ResolveOpen)
 	if err != nil {
 		return err
 	}
-	force, err := leaseForce(c, lvl)
-	if err != nil {
-		return err
-	}
-	id, err := issues.ResolveOpen(c.Context, env.DB.R(), key, args[1])
-	if err != nil {
-		return err
-	}
-	env.Note("ISSUE", id)
+	key, id := t.key, t.id
 	if !force {
 		if err := leases.CheckFree(c.Context, env.DB.R(), key, id, env.Principal, env.clock()); err != nil {
 			return err
@@ -110,23 +100,15 @@ func (env *Env) leaseAcquire(c *cli.Context) error {
 }
 
 func (env *Env) leaseRenew(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	ttl, err := ttlOf(c)
 	if err != nil {
 		return err
 	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Write)
+	t, err := env.issueTarget(c, access.Write, issues.ResolveLeased)
 	if err != nil {
 		return err
 	}
-	id, err := issues.ResolveLeased(c.Context, env.DB.R(), key, args[1])
-	if err != nil {
-		return err
-	}
-	env.Note("ISSUE", id)
+	key, id := t.key, t.id
 	var l leases.Lease
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		l, err = leases.Renew(c.Context, tx, key, id, env.Principal, ttl, env.clock())
@@ -148,23 +130,11 @@ type releaseResult struct {
 }
 
 func (env *Env) leaseRelease(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
+	t, force, err := env.leaseTarget(c, issues.ResolveIssueOrLease)
 	if err != nil {
 		return err
 	}
-	key, lvl, err := env.issueRepo(c.Context, args[0], access.Write)
-	if err != nil {
-		return err
-	}
-	force, err := leaseForce(c, lvl)
-	if err != nil {
-		return err
-	}
-	id, err := issues.ResolveIssueOrLease(c.Context, env.DB.R(), key, args[1])
-	if err != nil {
-		return err
-	}
-	env.Note("ISSUE", id)
+	key, id := t.key, t.id
 	var released bool
 	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
 		released, err = leases.Release(c.Context, tx, key, id, env.Principal, force, env.clock())
@@ -181,11 +151,7 @@ func (env *Env) leaseRelease(c *cli.Context) error {
 }
 
 func (env *Env) leaseList(c *cli.Context) error {
-	args, err := Args(c, "repo")
-	if err != nil {
-		return err
-	}
-	key, _, err := env.issueRepo(c.Context, args[0], access.Read)
+	key, err := env.repoArg(c, access.Read)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/verbs"
 )
@@ -25,20 +24,8 @@ type leaseForge struct {
 
 func newLeaseForge(t *testing.T) *leaseForge {
 	t.Helper()
-	ctx := context.Background()
-	root, err := forge.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := forge.Init(ctx, root, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, err := root.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	err = db.Write(ctx, func(tx *sql.Tx) error {
+	ctx, _, db := verbs.NewTestForge(t)
+	err := db.Write(ctx, func(tx *sql.Tx) error {
 		stmts := []string{
 			"INSERT INTO repos(name, created_at) VALUES ('demo.git', 'x'), ('other.git', 'x')",
 			"INSERT INTO principals(name, created_at) VALUES ('alice','x'), ('bob','x'), ('carol','x'), ('dave','x'), ('root','x'), ('eve','x')",

@@ -26,13 +26,8 @@ func patchCommand(env *Env) *cli.Command {
 				Name:      "list",
 				Usage:     "list patches, newest first",
 				ArgsUsage: "REPO [--state open|merged|closed|all] [--limit N] [--after ID]",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "state", Value: patches.Open, Usage: "open, merged, closed or all"},
-					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many (1 to 1000)"},
-					&cli.StringFlag{Name: "after", Usage: "start after this patch (for the next page)"},
-					JSONFlag,
-				},
-				Action: env.patchList,
+				Flags:     listFlags("patch", patches.Open, "open, merged, closed or all"),
+				Action:    env.patchList,
 			},
 			{
 				Name:      "show",
@@ -134,29 +129,6 @@ func (env *Env) patchView(p patches.Patch) patchJSON {
 	return patchJSON{Patch: review.Describe(p), URL: env.patchURL(p.Repo, p.ID)}
 }
 
-// patchRepo turns a client-given repository name into its key after
-// checking that the principal has at least need there (an unreadable
-// repository is reported as missing).
-func (env *Env) patchRepo(ctx context.Context, name string, need access.Level) (string, access.Level, error) {
-	key, err := reponame.Key(name)
-	if err != nil {
-		return "", access.None, err
-	}
-	lvl, err := access.Require(ctx, env.DB.R(), env.Principal, key, need)
-	return key, lvl, err
-}
-
-// patchTarget checks access to the repository named and resolves the patch
-// id prefix in it.
-func (env *Env) patchTarget(ctx context.Context, repoName, prefix string, need access.Level) (key, id string, err error) {
-	key, _, err = env.patchRepo(ctx, repoName, need)
-	if err != nil {
-		return "", "", err
-	}
-	id, err = patches.Resolve(ctx, env.DB.R(), key, prefix)
-	return key, id, err
-}
-
 // logPatch records a change made to a patch, with the journal's fields.
 func (env *Env) logPatch(ctx context.Context, msg, key, id string, args ...any) {
 	if env.Log == nil {
@@ -171,17 +143,13 @@ func (env *Env) repoDir(key string) (string, error) {
 }
 
 func (env *Env) patchList(c *cli.Context) error {
-	args, err := Args(c, "repo")
-	if err != nil {
-		return err
-	}
 	if err := patches.CheckState(c.String("state")); err != nil {
 		return err
 	}
-	if n := c.Int("limit"); n < 1 || n > 1000 {
-		return fault.New(fault.Usage, "bad limit %d: want 1 to 1000", n)
+	if err := checkLimit(c); err != nil {
+		return err
 	}
-	key, _, err := env.patchRepo(c.Context, args[0], access.Read)
+	key, err := env.repoArg(c, access.Read)
 	if err != nil {
 		return err
 	}
@@ -212,21 +180,13 @@ func (env *Env) patchList(c *cli.Context) error {
 }
 
 func (env *Env) patchShow(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
-	key, _, err := env.patchRepo(c.Context, args[0], access.Read)
+	t, err := env.patchTarget(c, access.Read)
 	if err != nil {
 		return err
 	}
 	var out patchShowJSON
 	err = env.DB.Read(c.Context, func(tx *sql.Tx) error {
-		id, err := patches.Resolve(c.Context, tx, key, args[1])
-		if err != nil {
-			return err
-		}
-		p, err := patches.Get(c.Context, tx, key, id)
+		p, err := patches.Get(c.Context, tx, t.key, t.id)
 		if err != nil {
 			return err
 		}
@@ -357,20 +317,17 @@ func entryText(e review.Entry) string {
 }
 
 func (env *Env) patchDiff(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	if c.IsSet("revision") && c.Int("revision") < 1 {
 		return fault.New(fault.Usage, "bad revision %d: revisions are numbered from 1", c.Int("revision"))
 	}
 	if c.IsSet("from") && c.Int("from") < 1 {
 		return fault.New(fault.Usage, "bad revision %d: revisions are numbered from 1", c.Int("from"))
 	}
-	key, id, err := env.patchTarget(c.Context, args[0], args[1], access.Read)
+	t, err := env.patchTarget(c, access.Read)
 	if err != nil {
 		return err
 	}
+	key, id := t.key, t.id
 	revs, err := patches.Revisions(c.Context, env.DB.R(), key, id)
 	if err != nil {
 		return err
@@ -423,10 +380,6 @@ func (env *Env) patchDiff(c *cli.Context) error {
 }
 
 func (env *Env) patchReview(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	var verdicts []string
 	for _, v := range []string{review.Approve, review.RequestChanges, review.Comment} {
 		if c.Bool(v) {
@@ -448,10 +401,11 @@ func (env *Env) patchReview(c *cli.Context) error {
 	if verdicts[0] == review.Comment && !c.IsSet("body") {
 		return fault.New(fault.Usage, "a comment needs --body")
 	}
-	key, id, err := env.patchTarget(c.Context, args[0], args[1], review.Need(verdicts[0]))
+	t, err := env.patchTarget(c, review.Need(verdicts[0]))
 	if err != nil {
 		return err
 	}
+	key, id := t.key, t.id
 	body, err := env.Body(c, "body")
 	if err != nil {
 		return err
@@ -484,14 +438,11 @@ func (env *Env) patchReview(c *cli.Context) error {
 }
 
 func (env *Env) patchSetState(c *cli.Context, state string) error {
-	args, err := Args(c, "repo", "id")
+	t, err := env.patchTarget(c, access.Write)
 	if err != nil {
 		return err
 	}
-	key, id, err := env.patchTarget(c.Context, args[0], args[1], access.Write)
-	if err != nil {
-		return err
-	}
+	key, id := t.key, t.id
 	changed, err := review.SetState(c.Context, env.DB, key, id, state, env.Principal, env.clock())
 	if err != nil {
 		return err
@@ -512,17 +463,14 @@ func (env *Env) patchSetState(c *cli.Context, state string) error {
 }
 
 func (env *Env) patchMerge(c *cli.Context) error {
-	args, err := Args(c, "repo", "id")
-	if err != nil {
-		return err
-	}
 	if !c.IsSet("commit") {
 		return fault.New(fault.Usage, "--commit is required: the merged commit on the patch's target branch")
 	}
-	key, id, err := env.patchTarget(c.Context, args[0], args[1], access.Write)
+	t, err := env.patchTarget(c, access.Write)
 	if err != nil {
 		return err
 	}
+	key, id := t.key, t.id
 	dir, err := env.repoDir(key)
 	if err != nil {
 		return err

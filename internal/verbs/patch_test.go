@@ -35,19 +35,7 @@ type patchWorld struct {
 
 func newPatchWorld(t *testing.T) *patchWorld {
 	t.Helper()
-	ctx := context.Background()
-	root, err := forge.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := forge.Init(ctx, root, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, err := root.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, root, db := NewTestForge(t)
 	w := &patchWorld{t: t, ctx: ctx, root: root, db: db, bare: filepath.Join(root.ReposDir(), "demo.git"),
 		work: t.TempDir(), now: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
 	w.git("", "init", "-q", "--bare", w.bare)
