@@ -67,7 +67,10 @@ func run(n, procs, rounds int, bin, dir string) error {
 	}
 	if bin == "" {
 		bin = filepath.Join(work, "collab-hook")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/collab-forge/collab/cmd/collab-hook").CombinedOutput()
+		// Built as make build does: static, without urfave's doc generator.
+		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/collab-forge/collab/cmd/collab-hook")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("build collab-hook: %v\n%s", err, out)
 		}

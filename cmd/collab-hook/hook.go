@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // hookCommand is what the repository hook shims exec. Each hook is a thin
@@ -64,9 +65,9 @@ func runHook(c *cli.Context, name string) error {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
-	db, err := root.Open(ctx)
+	db, err := store.OpenShort(ctx, root.DBPath())
 	if err != nil {
-		return fail(err)
+		return fail(fault.Wrap(err, "forge database unavailable"))
 	}
 	defer db.Close()
 	e := &push.Env{

@@ -97,9 +97,10 @@ func Run(ctx context.Context, r *Request) int {
 			jsonOut = wantsJSON(words)
 		}
 	}
-	db, err := r.Root.Open(ctx)
+	// One request, one connection: see store.OpenShort.
+	db, err := store.OpenShort(ctx, r.Root.DBPath())
 	if err != nil {
-		return refuse(err)
+		return refuse(fault.Wrap(err, "forge database unavailable"))
 	}
 	defer db.Close()
 	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {

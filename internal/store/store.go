@@ -61,6 +61,32 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	return db, nil
 }
 
+// OpenShort is OpenExisting for a process that lives for one request (a
+// hook, one ssh command): one pool, whose single connection serves reads
+// and writes alike, instead of a writer and a reader pool. Each SQLite
+// connection parses the whole schema when it opens, the larger part of
+// what such a process spends on the database; a second connection is only
+// opened when one is needed while the first is busy (a read through R()
+// inside a Write callback, say), so nothing can wait on itself. Writers
+// still serialise on the flock and BEGIN IMMEDIATE; Read stays a deferred
+// read transaction.
+func OpenShort(ctx context.Context, path string) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
+	}
+	p, err := sql.Open("sqlite", dsn(path, "immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	p.SetMaxIdleConns(2)
+	db := &DB{path: path, w: p, r: p}
+	if err := db.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 // OpenNoMigrate opens an existing database as it is, for programs that must
 // not write, such as sshd's AuthorizedKeysCommand, which runs twice a login.
 func OpenNoMigrate(path string) (*DB, error) {
@@ -98,6 +124,9 @@ func OpenExisting(ctx context.Context, path string) (*DB, error) {
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	if db.r == db.w {
+		return db.w.Close()
+	}
 	return errors.Join(db.w.Close(), db.r.Close())
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -174,5 +175,78 @@ func TestResolveExactWins(t *testing.T) {
 	}
 	if _, err := Resolve(ctx, db.R(), "issue", "abcdef1", q, "r.git"); fault.KindOf(err) != fault.Usage {
 		t.Errorf("shorter prefix = %v, want ambiguous", err)
+	}
+}
+
+// OpenShort: one connection for a short process, yet a read through R()
+// inside a Write callback (which holds that connection) must neither wait
+// forever nor miss what it should see, concurrent writers still never see
+// BUSY, and a read transaction does not take the write lock.
+func TestOpenShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collab.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := OpenShort(ctx, path); err == nil {
+		t.Fatal("OpenShort created a missing database")
+	}
+	long, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Close()
+	db, err := OpenShort(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if db.R() != db.w {
+		t.Fatal("OpenShort: reads and writes should share one pool")
+	}
+	err = db.Write(ctx, func(tx *sql.Tx) error {
+		if err := SetSetting(ctx, tx, "url", "http://inside"); err != nil {
+			return err
+		}
+		v, err := Setting(ctx, db.R(), "url") // another connection: not yet committed
+		if err != nil || v != "" {
+			return fmt.Errorf("read inside Write = %q, %v", v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Setting(ctx, db.R(), "url"); err != nil || v != "http://inside" {
+		t.Fatalf("after Write: %q, %v", v, err)
+	}
+	// A read transaction of the short process beside the other process's
+	// writer: BEGIN (deferred), not BEGIN IMMEDIATE.
+	err = db.Read(ctx, func(tx *sql.Tx) error {
+		return long.Write(ctx, func(wtx *sql.Tx) error { return SetSetting(ctx, wtx, "ssh", "git@x") })
+	})
+	if err != nil {
+		t.Fatalf("write beside a short read transaction: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- db.Write(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO events(event, repo, actor, at, data) VALUES ('x', 'r', 'a', 't', '{}')")
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := long.R().QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil || n != 16 {
+		t.Fatalf("events = %d, %v", n, err)
 	}
 }
