@@ -23,14 +23,14 @@ import (
 	"github.com/collab-forge/collab/internal/review"
 )
 
-func (s *Server) apiSigningKey(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiSigningKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := s.cfg.Root.Key()
 	if err != nil {
-		s.fail(w, r, fault.Wrap(err, "signing key unavailable"))
-		return
+		return fault.Wrap(err, "signing key unavailable")
 	}
 	pub := k.Public().(ed25519.PublicKey)
 	writeJSON(w, http.StatusOK, map[string]string{"algorithm": "ed25519", "public_key": base64.StdEncoding.EncodeToString(pub)})
+	return nil
 }
 
 // readable returns the repositories the caller may read, by name.
@@ -52,27 +52,26 @@ func (s *Server) readable(ctx context.Context, principal string) ([]repos.Repo, 
 	return out, nil
 }
 
-func (s *Server) apiRepos(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiRepos(w http.ResponseWriter, r *http.Request) error {
 	list, err := s.readable(r.Context(), principalOf(r))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }
 
-func (s *Server) apiRepo(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiRepo(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	rp, err := repos.Get(r.Context(), s.cfg.DB.R(), key)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, rp)
+	return nil
 }
 
 // setNext adds a Link: rel="next" header (as GitHub does) when a full page
@@ -88,16 +87,14 @@ func setNext(w http.ResponseWriter, r *http.Request, n, limit int, after string)
 	w.Header().Set("Link", fmt.Sprintf("<%s>; rel=\"next\"", u.String()))
 }
 
-func (s *Server) apiIssues(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiIssues(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	limit, after, err := page(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	state := r.URL.Query().Get("state")
 	var list []issues.Issue
@@ -107,13 +104,13 @@ func (s *Server) apiIssues(w http.ResponseWriter, r *http.Request) {
 		list, err = issues.List(r.Context(), s.cfg.DB.R(), key, state, limit, after, s.now())
 	}
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if len(list) > 0 {
 		setNext(w, r, len(list), limit, list[len(list)-1].ID)
 	}
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }
 
 type issueBody struct {
@@ -122,32 +119,25 @@ type issueBody struct {
 	State *string `json:"state"`
 }
 
-func (s *Server) apiFileIssue(w http.ResponseWriter, r *http.Request) {
-	if err := requireAuth(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
+func (s *Server) apiFileIssue(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var b issueBody
 	if err := decode(r, &b); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if b.State != nil {
-		s.fail(w, r, fault.New(fault.Usage, "a new issue is open; leave out state"))
-		return
+		return fault.New(fault.Usage, "a new issue is open; leave out state")
 	}
 	is, err := s.fileIssue(r.Context(), key, principalOf(r), deref(b.Title), deref(b.Body))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", "/api/v1/repos/"+url.PathEscape(reponame.Display(key))+"/issues/"+is.ID)
 	writeJSON(w, http.StatusCreated, is)
+	return nil
 }
 
 func (s *Server) fileIssue(ctx context.Context, key, author, title, body string) (issues.Issue, error) {
@@ -167,74 +157,46 @@ func deref(p *string) string {
 	return *p
 }
 
-// issueID resolves {id} against the issues of key.
-func (s *Server) issueID(r *http.Request, key string) (string, error) {
-	return issues.Resolve(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
-}
-
-func (s *Server) apiIssue(w http.ResponseWriter, r *http.Request) {
-	key, _, err := s.repoAccess(r, access.Read)
+func (s *Server) apiIssue(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var d issues.Detail
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		id, err := issues.Resolve(r.Context(), tx, key, pathVar(r, "id"))
-		if err != nil {
-			return err
-		}
-		d, err = issues.Get(r.Context(), tx, key, id, s.now())
 		return err
-	})
+	}
+	d, err := issues.Get(r.Context(), s.cfg.DB.R(), t.key, t.id, s.now())
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, d)
+	return nil
 }
 
-func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) {
-	if err := requireAuth(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, lvl, err := s.repoAccess(r, access.Read)
+func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	token, _, err := leaseToken(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var b issueBody
 	if err := decode(r, &b); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if b.Body != nil {
-		s.fail(w, r, fault.New(fault.Usage, "the body of an issue cannot be edited; add a comment"))
-		return
+		return fault.New(fault.Usage, "the body of an issue cannot be edited; add a comment")
 	}
 	if b.State == nil && b.Title == nil {
-		s.fail(w, r, fault.New(fault.Usage, "nothing to change: give state (open, closed) or title"))
-		return
+		return fault.New(fault.Usage, "nothing to change: give state (open, closed) or title")
 	}
-	id, err := s.issueID(r, key)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	is, err := s.changeIssue(r.Context(), key, id, issues.Edit{
-		Principal: principalOf(r), Level: lvl, State: b.State, Title: b.Title, LeaseToken: token,
+	is, err := s.changeIssue(r.Context(), t.key, t.id, issues.Edit{
+		Principal: principalOf(r), Level: t.lvl, State: b.State, Title: b.Title, LeaseToken: token,
 	})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, is)
+	return nil
 }
 
 // changeIssue changes an issue's state and/or title in one transaction,
@@ -249,58 +211,40 @@ func (s *Server) changeIssue(ctx context.Context, key, id string, e issues.Edit)
 	return is, err
 }
 
-func (s *Server) apiComments(w http.ResponseWriter, r *http.Request) {
-	key, _, err := s.repoAccess(r, access.Read)
+func (s *Server) apiComments(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	id, err := s.issueID(r, key)
+	cs, err := issues.Comments(r.Context(), s.cfg.DB.R(), t.key, t.id)
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	cs, err := issues.Comments(r.Context(), s.cfg.DB.R(), key, id)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, cs)
+	return nil
 }
 
-func (s *Server) apiComment(w http.ResponseWriter, r *http.Request) {
-	if err := requireAuth(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, _, err := s.repoAccess(r, access.Read)
+func (s *Server) apiComment(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	token, fenced, err := leaseToken(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var b struct {
 		Body string `json:"body"`
 	}
 	if err := decode(r, &b); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	id, err := s.issueID(r, key)
+	c, err := s.addComment(r.Context(), t.key, t.id, principalOf(r), b.Body, token, fenced)
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	c, err := s.addComment(r.Context(), key, id, principalOf(r), b.Body, token, fenced)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, c)
+	return nil
 }
 
 func (s *Server) addComment(ctx context.Context, key, id, principal, body string, token int64, fenced bool) (issues.Comment, error) {
@@ -319,172 +263,136 @@ func (s *Server) addComment(ctx context.Context, key, id, principal, body string
 	return c, err
 }
 
-func (s *Server) apiAcquire(w http.ResponseWriter, r *http.Request) {
-	if err := requireAuth(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, lvl, err := s.repoAccess(r, access.Write)
+func (s *Server) apiAcquire(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Write, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var b struct {
 		TTLSeconds *int64 `json:"ttl_seconds"`
 		Force      bool   `json:"force"`
 	}
 	if err := decode(r, &b); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var ttl time.Duration
 	if b.TTLSeconds != nil {
 		if *b.TTLSeconds < 1 || *b.TTLSeconds > int64(leases.MaxTTL/time.Second) {
-			s.fail(w, r, fault.New(fault.Usage, "bad ttl_seconds %d: want 1 to %d, or leave it out for an open-ended assignment", *b.TTLSeconds, int64(leases.MaxTTL/time.Second)))
-			return
+			return fault.New(fault.Usage, "bad ttl_seconds %d: want 1 to %d, or leave it out for an open-ended assignment", *b.TTLSeconds, int64(leases.MaxTTL/time.Second))
 		}
 		ttl = time.Duration(*b.TTLSeconds) * time.Second
 	}
-	if b.Force && lvl < access.Admin {
-		s.fail(w, r, fault.New(fault.Denied, "permission denied: admin access to %s needed to override a lease", reponame.Display(key)))
-		return
-	}
-	id, err := s.issueID(r, key)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	if err := mayForce(b.Force, t); err != nil {
+		return err
 	}
 	var l leases.Lease
 	err = s.cfg.DB.Write(r.Context(), func(tx *sql.Tx) error {
 		var err error
-		l, err = leases.Acquire(r.Context(), tx, key, id, principalOf(r), ttl, b.Force, s.now())
+		l, err = leases.Acquire(r.Context(), tx, t.key, t.id, principalOf(r), ttl, b.Force, s.now())
 		return err
 	})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, l)
+	return nil
 }
 
-func (s *Server) apiRelease(w http.ResponseWriter, r *http.Request) {
-	if err := requireAuth(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, lvl, err := s.repoAccess(r, access.Write)
+func (s *Server) apiRelease(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Write, issues.ResolveIssueOrLease)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	force := r.URL.Query().Get("force") == "true"
-	if force && lvl < access.Admin {
-		s.fail(w, r, fault.New(fault.Denied, "permission denied: admin access to %s needed to override a lease", reponame.Display(key)))
-		return
-	}
-	id, err := issues.ResolveIssueOrLease(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	if err := mayForce(force, t); err != nil {
+		return err
 	}
 	var released bool
 	err = s.cfg.DB.Write(r.Context(), func(tx *sql.Tx) error {
 		var err error
-		released, err = leases.Release(r.Context(), tx, key, id, principalOf(r), force, s.now())
+		released, err = leases.Release(r.Context(), tx, t.key, t.id, principalOf(r), force, s.now())
 		return err
 	})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"released": released})
+	return nil
 }
 
-func (s *Server) apiLeases(w http.ResponseWriter, r *http.Request) {
+// mayForce refuses an override of someone else's lease to non-admins.
+func mayForce(force bool, t target) error {
+	if force && t.lvl < access.Admin {
+		return fault.New(fault.Denied, "permission denied: admin access to %s needed to override a lease", reponame.Display(t.key))
+	}
+	return nil
+}
+
+func (s *Server) apiLeases(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	ls, err := leases.List(r.Context(), s.cfg.DB.R(), key, s.now())
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, ls)
+	return nil
 }
 
-func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	limit, after, err := page(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	state := r.URL.Query().Get("state")
 	if state != "" {
 		if err := patches.CheckState(state); err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 	}
 	list, err := patches.List(r.Context(), s.cfg.DB.R(), key, state, limit, after)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if len(list) > 0 {
 		setNext(w, r, len(list), limit, list[len(list)-1].ID)
 	}
 	writeJSON(w, http.StatusOK, list)
+	return nil
 }
 
-func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) {
-	key, _, err := s.repoAccess(r, access.Read)
+func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) error {
+	_, p, _, err := s.patch(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var p patches.Patch
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		id, err := patches.Resolve(r.Context(), tx, key, pathVar(r, "id"))
-		if err != nil {
-			return err
-		}
-		p, err = patches.Get(r.Context(), tx, key, id)
 		return err
-	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
 	}
 	writeJSON(w, http.StatusOK, p)
+	return nil
 }
 
 // apiEvents returns the outbox oldest first, only events of repositories
 // the caller may read, after the event id ?after=.
-func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) error {
 	limit, afterS, err := page(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var after int64
 	if afterS != "" {
 		after, err = strconv.ParseInt(afterS, 10, 64)
 		if err != nil || after < 0 {
-			s.fail(w, r, fault.New(fault.Usage, "bad after %q: want an event id", clip(afterS)))
-			return
+			return fault.New(fault.Usage, "bad after %q: want an event id", clip(afterS))
 		}
 	}
 	list, err := s.readable(r.Context(), principalOf(r))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	out := []events.Event{}
 	if len(list) > 0 {
@@ -498,36 +406,30 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		rows, err := s.cfg.DB.R().QueryContext(r.Context(), `SELECT id, event, repo, actor, at, data FROM events
 			WHERE id > ? AND repo IN (`+strings.Join(marks, ",")+`) ORDER BY id LIMIT ?`, args...)
 		if err != nil {
-			s.fail(w, r, fmt.Errorf("list events: %w", err))
-			return
+			return fmt.Errorf("list events: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var e events.Event
 			var data string
 			if err := rows.Scan(&e.ID, &e.Event, &e.Repo, &e.Actor, &e.At, &data); err != nil {
-				s.fail(w, r, fmt.Errorf("list events: %w", err))
-				return
+				return fmt.Errorf("list events: %w", err)
 			}
 			e.Data = []byte(data)
 			out = append(out, e)
 		}
 		if err := rows.Err(); err != nil {
-			s.fail(w, r, fmt.Errorf("list events: %w", err))
-			return
+			return fmt.Errorf("list events: %w", err)
 		}
 	}
 	if len(out) > 0 {
 		setNext(w, r, len(out), limit, strconv.FormatInt(out[len(out)-1].ID, 10))
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) {
-	if err := requireAuth(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
+func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
 	var b struct {
 		Verdict  string `json:"verdict"`
 		Body     string `json:"body"`
@@ -536,39 +438,58 @@ func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) {
 		Line     int    `json:"line"`
 	}
 	if err := decode(r, &b); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if b.Verdict == "" {
 		b.Verdict = review.Comment
 	}
-	if err := review.CheckVerdict(b.Verdict); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, _, err := s.repoAccess(r, review.Need(b.Verdict))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	id, err := patches.Resolve(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rv, err := review.Post(r.Context(), s.cfg.DB, dir, review.Input{
-		Repo: key, PatchID: id, Author: principalOf(r), Verdict: b.Verdict, Body: b.Body,
-		Revision: b.Revision, File: b.File, Line: b.Line,
+	_, rv, err := s.postReviewOf(r, review.Input{
+		Verdict: b.Verdict, Body: b.Body, Revision: b.Revision, File: b.File, Line: b.Line,
 		LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token")),
-	}, s.now())
+	})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, rv)
+	return nil
+}
+
+// patch reads patch {id} of {repo} with its timeline, for the caller who
+// may read it.
+func (s *Server) patch(r *http.Request) (target, patches.Patch, []review.Entry, error) {
+	t, err := s.target(r, access.Read, patches.Resolve)
+	if err != nil {
+		return target{}, patches.Patch{}, nil, err
+	}
+	var p patches.Patch
+	var tl []review.Entry
+	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
+		var err error
+		if p, err = patches.Get(r.Context(), tx, t.key, t.id); err != nil {
+			return err
+		}
+		tl, err = review.Timeline(r.Context(), tx, p)
+		return err
+	})
+	return t, p, tl, err
+}
+
+// postReviewOf posts in (its verdict, body, anchor and token) as the
+// caller's review of patch {id}, after checking the verdict and the access
+// it needs; the API and the patch page's form both come through here.
+func (s *Server) postReviewOf(r *http.Request, in review.Input) (target, patches.Review, error) {
+	if err := review.CheckVerdict(in.Verdict); err != nil {
+		return target{}, patches.Review{}, err
+	}
+	t, err := s.target(r, review.Need(in.Verdict), patches.Resolve)
+	if err != nil {
+		return target{}, patches.Review{}, err
+	}
+	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), t.key)
+	if err != nil {
+		return target{}, patches.Review{}, err
+	}
+	in.Repo, in.PatchID, in.Author = t.key, t.id, principalOf(r)
+	rv, err := review.Post(r.Context(), s.cfg.DB, dir, in, s.now())
+	return t, rv, err
 }

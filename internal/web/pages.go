@@ -28,54 +28,51 @@ func pagePath(key string, rest ...string) string {
 	return "/" + strings.Join(segs, "/") + "/-/" + strings.Join(rest, "/")
 }
 
-func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) error {
 	list, err := s.readable(r.Context(), principalOf(r))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	s.render(w, r, http.StatusOK, "repos", map[string]any{"Title": "Repositories", "Repos": list})
+	return nil
 }
 
-func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	http.Redirect(w, r, pagePath(key, "issues"), http.StatusFound)
+	return nil
 }
 
 // pageRef sends a REPO#PREFIX cross-reference to the issue or patch it names.
-func (s *Server) pageRef(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pageRef(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	prefix := pathVar(r, "id")
 	id, ierr := issues.Resolve(r.Context(), s.cfg.DB.R(), key, prefix)
 	if ierr == nil {
 		http.Redirect(w, r, pagePath(key, "issues", id), http.StatusFound)
-		return
+		return nil
 	}
 	pid, perr := patches.Resolve(r.Context(), s.cfg.DB.R(), key, prefix)
 	if perr == nil {
 		http.Redirect(w, r, pagePath(key, "patches", pid), http.StatusFound)
-		return
+		return nil
 	}
 	if fault.KindOf(ierr) != fault.NotFound {
-		s.fail(w, r, ierr)
-		return
+		return ierr
 	}
-	s.fail(w, r, perr)
+	return perr
 }
 
-func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) error {
 	key, lvl, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	state := q.Get("state")
@@ -83,13 +80,11 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) {
 		state = issues.Open
 	}
 	if err := issues.CheckState(state); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	limit, after, err := page(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	text := strings.TrimSpace(q.Get("q"))
 	var list []issues.Issue
@@ -99,8 +94,7 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) {
 		list, err = issues.List(r.Context(), s.cfg.DB.R(), key, state, limit, after, s.now())
 	}
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	next := ""
 	if len(list) == limit {
@@ -110,6 +104,7 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) {
 		"Title": "Issues · " + reponame.Display(key), "Repo": key, "Tab": "issues", "Level": lvl.String(),
 		"Issues": list, "State": state, "Q": text, "Next": next, "After": after,
 	})
+	return nil
 }
 
 // searchIssues finds issues whose title or body holds text (case folded),
@@ -198,22 +193,28 @@ func (s *Server) formError(w http.ResponseWriter, r *http.Request) error {
 	return s.checkForm(r)
 }
 
-func (s *Server) postIssue(w http.ResponseWriter, r *http.Request) {
+// formTarget is target for a posted form, after formError.
+func (s *Server) formTarget(w http.ResponseWriter, r *http.Request, need access.Level, resolve resolver) (target, error) {
 	if err := s.formError(w, r); err != nil {
-		s.fail(w, r, err)
-		return
+		return target{}, err
+	}
+	return s.target(r, need, resolve)
+}
+
+func (s *Server) postIssue(w http.ResponseWriter, r *http.Request) error {
+	if err := s.formError(w, r); err != nil {
+		return err
 	}
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	is, err := s.fileIssue(r.Context(), key, principalOf(r), r.PostFormValue("title"), crlf(r.PostFormValue("body")))
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	http.Redirect(w, r, pagePath(key, "issues", is.ID), http.StatusSeeOther)
+	return nil
 }
 
 // crlf undoes the CRLF line ends browsers send in textareas.
@@ -223,20 +224,17 @@ type linkedPatch struct {
 	ID, Title, State string
 }
 
-func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) {
-	key, lvl, err := s.repoAccess(r, access.Read)
+func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.target(r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
+	key := t.key
 	var d issues.Detail
 	var linked []linkedPatch
 	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		id, err := issues.Resolve(r.Context(), tx, key, pathVar(r, "id"))
-		if err != nil {
-			return err
-		}
-		if d, err = issues.Get(r.Context(), tx, key, id, s.now()); err != nil {
+		var err error
+		if d, err = issues.Get(r.Context(), tx, key, t.id, s.now()); err != nil {
 			return err
 		}
 		for _, pid := range d.Patches {
@@ -251,90 +249,66 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	if d.ID != pathVar(r, "id") {
 		http.Redirect(w, r, pagePath(key, "issues", d.ID), http.StatusFound)
-		return
+		return nil
 	}
 	me := principalOf(r)
-	canState := issues.MayChange(d.Issue, me, lvl, true, "close") == nil
+	canState := issues.MayChange(d.Issue, me, t.lvl, true, "close") == nil
 	s.render(w, r, http.StatusOK, "issue", map[string]any{
 		"Title": d.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
 		"Issue": d, "Linked": linked, "CanState": canState,
 	})
+	return nil
 }
 
-func (s *Server) postComment(w http.ResponseWriter, r *http.Request) {
-	if err := s.formError(w, r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, _, err := s.repoAccess(r, access.Read)
+func (s *Server) postComment(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.formTarget(w, r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	id, err := s.issueID(r, key)
+	c, err := s.addComment(r.Context(), t.key, t.id, principalOf(r), crlf(r.PostFormValue("body")), 0, false)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	c, err := s.addComment(r.Context(), key, id, principalOf(r), crlf(r.PostFormValue("body")), 0, false)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, pagePath(key, "issues", id)+"#c-"+c.ID, http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(t.key, "issues", t.id)+"#c-"+c.ID, http.StatusSeeOther)
+	return nil
 }
 
-func (s *Server) postIssueState(w http.ResponseWriter, r *http.Request) {
-	if err := s.formError(w, r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, lvl, err := s.repoAccess(r, access.Read)
+func (s *Server) postIssueState(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.formTarget(w, r, access.Read, issues.Resolve)
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	id, err := s.issueID(r, key)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	state := r.PostFormValue("state")
-	if _, err := s.changeIssue(r.Context(), key, id, issues.Edit{Principal: principalOf(r), Level: lvl, State: &state}); err != nil {
-		s.fail(w, r, err)
-		return
+	if _, err := s.changeIssue(r.Context(), t.key, t.id, issues.Edit{Principal: principalOf(r), Level: t.lvl, State: &state}); err != nil {
+		return err
 	}
-	http.Redirect(w, r, pagePath(key, "issues", id), http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(t.key, "issues", t.id), http.StatusSeeOther)
+	return nil
 }
 
-func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	state := r.URL.Query().Get("state")
 	if state == "" {
 		state = patches.Open
 	}
 	if err := patches.CheckState(state); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	limit, after, err := page(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	list, err := patches.List(r.Context(), s.cfg.DB.R(), key, state, limit, after)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	next := ""
 	if len(list) == limit {
@@ -344,6 +318,7 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) {
 		"Title": "Patches · " + reponame.Display(key), "Repo": key, "Tab": "patches",
 		"Patches": list, "State": state, "Next": next,
 	})
+	return nil
 }
 
 // diffLine is one line of a rendered diff, with the review comments
@@ -419,32 +394,15 @@ func parseDiff(text string, inline []patches.Review) ([]diffLine, []patches.Revi
 	return out, rest
 }
 
-func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) {
-	key, _, err := s.repoAccess(r, access.Read)
+func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
+	t, p, tl, err := s.patch(r)
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var p patches.Patch
-	var tl []review.Entry
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		id, err := patches.Resolve(r.Context(), tx, key, pathVar(r, "id"))
-		if err != nil {
-			return err
-		}
-		if p, err = patches.Get(r.Context(), tx, key, id); err != nil {
-			return err
-		}
-		tl, err = review.Timeline(r.Context(), tx, p)
 		return err
-	})
-	if err != nil {
-		s.fail(w, r, err)
-		return
 	}
+	key := t.key
 	if p.ID != pathVar(r, "id") {
 		http.Redirect(w, r, pagePath(key, "patches", p.ID)+"?"+r.URL.RawQuery, http.StatusFound)
-		return
+		return nil
 	}
 	q := r.URL.Query()
 	to, from := len(p.Revisions), 0
@@ -454,16 +412,14 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("rev"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > len(p.Revisions) {
-			s.fail(w, r, fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v)))
-			return
+			return fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v))
 		}
 		to = n
 	}
 	if v := q.Get("from"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > len(p.Revisions) {
-			s.fail(w, r, fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v)))
-			return
+			return fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v))
 		}
 		if n != to {
 			from = n
@@ -485,8 +441,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) {
 	if to > 0 {
 		dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return err
 		}
 		rt := p.Revisions[to-1]
 		var res diff.Result
@@ -497,8 +452,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) {
 			res, err = diff.Revision(r.Context(), dir, diff.Range{Base: rt.BaseCommit, Commit: rt.Commit}, diff.DefaultLimits())
 		}
 		if err != nil {
-			s.fail(w, r, fmt.Errorf("diff of patch %s: %w", p.ID, err))
-			return
+			return fmt.Errorf("diff of patch %s: %w", p.ID, err)
 		}
 		lines, rest := parseDiff(res.Text, inline)
 		data["Diff"] = res
@@ -509,6 +463,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) {
 	data["Timeline"] = tl
 	data["Summary"] = review.Summarize(p.Reviews, p.Head().Number)
 	s.render(w, r, http.StatusOK, "patch", data)
+	return nil
 }
 
 type leaseRow struct {
@@ -516,11 +471,10 @@ type leaseRow struct {
 	Title string
 }
 
-func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	var rows []leaseRow
 	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
@@ -540,37 +494,21 @@ func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
 	s.render(w, r, http.StatusOK, "leases", map[string]any{
 		"Title": "Leases · " + reponame.Display(key), "Repo": key, "Tab": "leases", "Leases": rows,
 	})
+	return nil
 }
 
 // postReview posts a review (or an inline comment with file and line)
 // from the patch page's form, through review.Post like the API.
-func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 	if err := s.formError(w, r); err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	verdict := r.PostFormValue("verdict")
-	if err := review.CheckVerdict(verdict); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	key, _, err := s.repoAccess(r, review.Need(verdict))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	id, err := patches.Resolve(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	in := review.Input{Repo: key, PatchID: id, Author: principalOf(r), Verdict: verdict,
+	in := review.Input{Verdict: r.PostFormValue("verdict"),
 		Body: crlf(r.PostFormValue("body")), File: strings.TrimSpace(r.PostFormValue("file"))}
 	for _, f := range []struct {
 		name string
@@ -579,21 +517,15 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		if v := strings.TrimSpace(r.PostFormValue(f.name)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				s.fail(w, r, fault.New(fault.Usage, "bad %s %q", f.name, clip(v)))
-				return
+				return fault.New(fault.Usage, "bad %s %q", f.name, clip(v))
 			}
 			*f.dst = n
 		}
 	}
-	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
+	t, rv, err := s.postReviewOf(r, in)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	rv, err := review.Post(r.Context(), s.cfg.DB, dir, in, s.now())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, pagePath(key, "patches", id)+"?rev="+strconv.Itoa(rv.Revision)+"#r-"+rv.ID, http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(t.key, "patches", t.id)+"?rev="+strconv.Itoa(rv.Revision)+"#r-"+rv.ID, http.StatusSeeOther)
+	return nil
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 var errMethod = &fault.Error{Kind: fault.Usage, Msg: "method not allowed"}
@@ -56,6 +58,19 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.render(w, r, status, "error", map[string]any{"Title": http.StatusText(status), "Status": status, "Message": fe.Msg})
 }
 
+// handler is an HTTP handler that returns its refusal instead of
+// answering it, so that every refusal is answered the same way.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// h adapts f to http.HandlerFunc: an error f returns is answered by fail.
+func (s *Server) h(f handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -72,7 +87,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // apiBody enforces the API's body rules before any handler runs: a body
 // must be application/json (415) and at most MaxBody bytes (413). A
-// body-less request of any method is fine.
+// body-less request of any method is fine. Every write must then be
+// signed in (401).
 func (s *Server) apiBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBody {
@@ -89,6 +105,12 @@ func (s *Server) apiBody(next http.Handler) http.Handler {
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := requireAuth(r); err != nil {
+				s.fail(w, r, err)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -167,6 +189,29 @@ func (s *Server) repoAccess(r *http.Request, need access.Level) (string, access.
 		return "", lvl, err
 	}
 	return key, lvl, nil
+}
+
+// target is the issue or patch {id} of repository {repo} a request acts
+// on, after the access check.
+type target struct {
+	key string       // the repository's key
+	lvl access.Level // the caller's access there
+	id  string       // the full id
+}
+
+// resolver turns an id prefix into a full id within a repository
+// (issues.Resolve, patches.Resolve, …).
+type resolver func(ctx context.Context, q store.Querier, repo, prefix string) (string, error)
+
+// target checks that the caller has need on {repo} and resolves {id} there
+// with resolve.
+func (s *Server) target(r *http.Request, need access.Level, resolve resolver) (target, error) {
+	key, lvl, err := s.repoAccess(r, need)
+	if err != nil {
+		return target{}, err
+	}
+	id, err := resolve(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
+	return target{key: key, lvl: lvl, id: id}, err
 }
 
 // page reads ?limit= and ?after=.

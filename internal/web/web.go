@@ -146,34 +146,34 @@ func (s *Server) routes() *mux.Router {
 	api := r.PathPrefix("/api/v1").Subrouter()
 	api.MethodNotAllowedHandler = r.MethodNotAllowedHandler
 	api.Use(s.apiBody)
-	api.HandleFunc("/signing-key", s.apiSigningKey).Methods("GET")
-	api.HandleFunc("/repos", s.apiRepos).Methods("GET")
-	api.HandleFunc("/events", s.apiEvents).Methods("GET")
+	api.HandleFunc("/signing-key", s.h(s.apiSigningKey)).Methods("GET")
+	api.HandleFunc("/repos", s.h(s.apiRepos)).Methods("GET")
+	api.HandleFunc("/events", s.h(s.apiEvents)).Methods("GET")
 	// The contract names nested repositories URL-escaped (org%2Ffoo.git);
 	// the same paths with the slashes left in are served too, after every
 	// escaped form, with the bare repository route last so that it cannot
 	// swallow a longer path.
 	for _, rp := range []string{"/repos/{repo}", "/repos/{repo:.+?}"} {
-		api.HandleFunc(rp+"/issues", s.apiIssues).Methods("GET")
-		api.HandleFunc(rp+"/issues", s.apiFileIssue).Methods("POST")
-		api.HandleFunc(rp+"/issues/{id}", s.apiIssue).Methods("GET")
-		api.HandleFunc(rp+"/issues/{id}", s.apiPatchIssue).Methods("PATCH")
-		api.HandleFunc(rp+"/issues/{id}/comments", s.apiComments).Methods("GET")
-		api.HandleFunc(rp+"/issues/{id}/comments", s.apiComment).Methods("POST")
-		api.HandleFunc(rp+"/issues/{id}/lease", s.apiAcquire).Methods("PUT")
-		api.HandleFunc(rp+"/issues/{id}/lease", s.apiRelease).Methods("DELETE")
-		api.HandleFunc(rp+"/leases", s.apiLeases).Methods("GET")
-		api.HandleFunc(rp+"/patches", s.apiPatches).Methods("GET")
-		api.HandleFunc(rp+"/patches/{id}", s.apiPatch).Methods("GET")
-		api.HandleFunc(rp+"/patches/{id}/reviews", s.apiReview).Methods("POST")
+		api.HandleFunc(rp+"/issues", s.h(s.apiIssues)).Methods("GET")
+		api.HandleFunc(rp+"/issues", s.h(s.apiFileIssue)).Methods("POST")
+		api.HandleFunc(rp+"/issues/{id}", s.h(s.apiIssue)).Methods("GET")
+		api.HandleFunc(rp+"/issues/{id}", s.h(s.apiPatchIssue)).Methods("PATCH")
+		api.HandleFunc(rp+"/issues/{id}/comments", s.h(s.apiComments)).Methods("GET")
+		api.HandleFunc(rp+"/issues/{id}/comments", s.h(s.apiComment)).Methods("POST")
+		api.HandleFunc(rp+"/issues/{id}/lease", s.h(s.apiAcquire)).Methods("PUT")
+		api.HandleFunc(rp+"/issues/{id}/lease", s.h(s.apiRelease)).Methods("DELETE")
+		api.HandleFunc(rp+"/leases", s.h(s.apiLeases)).Methods("GET")
+		api.HandleFunc(rp+"/patches", s.h(s.apiPatches)).Methods("GET")
+		api.HandleFunc(rp+"/patches/{id}", s.h(s.apiPatch)).Methods("GET")
+		api.HandleFunc(rp+"/patches/{id}/reviews", s.h(s.apiReview)).Methods("POST")
 	}
-	api.HandleFunc("/repos/{repo}", s.apiRepo).Methods("GET")
-	api.HandleFunc("/repos/{repo:.+?}", s.apiRepo).Methods("GET")
+	api.HandleFunc("/repos/{repo}", s.h(s.apiRepo)).Methods("GET")
+	api.HandleFunc("/repos/{repo:.+?}", s.h(s.apiRepo)).Methods("GET")
 	api.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, notFound("API endpoint"))
 	})
 
-	r.HandleFunc("/", s.pageRepos).Methods("GET", "HEAD")
+	r.HandleFunc("/", s.h(s.pageRepos)).Methods("GET", "HEAD")
 	r.HandleFunc("/login", s.pageLogin).Methods("GET", "HEAD")
 	r.HandleFunc("/login", s.postLogin).Methods("POST")
 	r.HandleFunc("/logout", s.postLogout).Methods("POST")
@@ -181,19 +181,19 @@ func (s *Server) routes() *mux.Router {
 	// Repository names may hold slashes; every repository page sits under
 	// /-/, a segment no repository name can have.
 	pr := "/{repo:.+?}/-"
-	r.HandleFunc(pr+"/issues", s.pageIssues).Methods("GET", "HEAD")
-	r.HandleFunc(pr+"/issues", s.postIssue).Methods("POST")
-	r.HandleFunc(pr+"/issues/{id}", s.pageIssue).Methods("GET", "HEAD")
-	r.HandleFunc(pr+"/issues/{id}/comments", s.postComment).Methods("POST")
-	r.HandleFunc(pr+"/issues/{id}/state", s.postIssueState).Methods("POST")
-	r.HandleFunc(pr+"/patches", s.pagePatches).Methods("GET", "HEAD")
-	r.HandleFunc(pr+"/patches/{id}", s.pagePatch).Methods("GET", "HEAD")
-	r.HandleFunc(pr+"/patches/{id}/reviews", s.postReview).Methods("POST")
-	r.HandleFunc(pr+"/leases", s.pageLeases).Methods("GET", "HEAD")
-	r.HandleFunc(pr+"/ref/{id}", s.pageRef).Methods("GET", "HEAD")
-	r.HandleFunc("/{repo:.+?}/-", s.pageRepoHome).Methods("GET", "HEAD")
-	r.HandleFunc("/{repo:.+?}/-/", s.pageRepoHome).Methods("GET", "HEAD")
-	r.HandleFunc("/{repo:[^-].*}", s.pageRepoHome).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/issues", s.h(s.pageIssues)).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/issues", s.h(s.postIssue)).Methods("POST")
+	r.HandleFunc(pr+"/issues/{id}", s.h(s.pageIssue)).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/issues/{id}/comments", s.h(s.postComment)).Methods("POST")
+	r.HandleFunc(pr+"/issues/{id}/state", s.h(s.postIssueState)).Methods("POST")
+	r.HandleFunc(pr+"/patches", s.h(s.pagePatches)).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/patches/{id}", s.h(s.pagePatch)).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/patches/{id}/reviews", s.h(s.postReview)).Methods("POST")
+	r.HandleFunc(pr+"/leases", s.h(s.pageLeases)).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/ref/{id}", s.h(s.pageRef)).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:.+?}/-", s.h(s.pageRepoHome)).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:.+?}/-/", s.h(s.pageRepoHome)).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:[^-].*}", s.h(s.pageRepoHome)).Methods("GET", "HEAD")
 	return r
 }
 
