@@ -132,7 +132,7 @@ func TestIssueVerbs(t *testing.T) {
 	}
 	var d issueJSON
 	f.json("dave", "issue show demo "+is.ID[:8], &d)
-	if len(d.Comments) != 1 || d.Comments[0].Body != "from stdin\nline two\n" || d.Comments[0].Author != "carol" {
+	if len(d.Comments) != 1 || d.Comments[0].Body != "from stdin\nline two" || d.Comments[0].Author != "carol" {
 		t.Fatalf("comments %+v", d.Comments)
 	}
 

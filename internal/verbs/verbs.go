@@ -153,7 +153,9 @@ func (env *Env) Print(c *cli.Context, v any, text func(w io.Writer)) error {
 }
 
 // Body returns the value of flag name, reading stdin for "-", refusing
-// oversized or non-UTF-8 text.
+// oversized or non-UTF-8 text. Text from stdin loses exactly one trailing
+// newline (the one echo and editors add, as gh does), so every verb that
+// takes a body stores the same text for the same input.
 func (env *Env) Body(c *cli.Context, name string) (string, error) {
 	v := c.String(name)
 	if v == "-" {
@@ -161,9 +163,17 @@ func (env *Env) Body(c *cli.Context, name string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("read body from stdin: %w", err)
 		}
-		v = string(b)
+		v = trimNewline(string(b))
 	}
 	return v, CheckText(name, v, MaxBody)
+}
+
+// trimNewline drops one trailing line end (LF or CRLF).
+func trimNewline(s string) string {
+	if t, ok := strings.CutSuffix(s, "\r\n"); ok {
+		return t
+	}
+	return strings.TrimSuffix(s, "\n")
 }
 
 // CheckText refuses text that is too long or not UTF-8.
