@@ -310,7 +310,9 @@ func TestAPI(t *testing.T) {
 		{"review inline", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"why 2?","file":"a.txt","line":2,"revision":2}`}, 201, `"file":"a.txt","line":2`},
 		{"review bad anchor", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"x","file":"nope.txt","line":2}`}, 400, `nope.txt`},
 		{"review approve", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"approve","body":"ok"}`}, 201, `"verdict":"approve"`},
-		{"review stale lease", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"approve"}`, headers: map[string]string{"X-Lease-Token": "1"}}, 400, `lease`},
+		{"review stale lease", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"approve"}`, headers: map[string]string{"X-Lease-Token": "1"}}, 400, `give X-Lease-Token: ISSUE:1`},
+		{"review comment without body", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment"}`}, 400, `a comment needs a body \(\\"body\\"\)`},
+		{"review line without file", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"x","line":2}`}, 400, `\\"line\\" needs \\"file\\"`},
 		{"patch reviews", req{method: "GET", path: api + "/patches/" + f.patch}, 200, `"verdict":"approve"`},
 
 		{"events anonymous", req{method: "GET", path: "/api/v1/events"}, 200, `^\[\{"id":1,"event":"patch.created"`},
@@ -330,6 +332,10 @@ func TestAPI(t *testing.T) {
 			if got.header.Get("X-Content-Type-Options") != "nosniff" || got.header.Get("X-Frame-Options") != "DENY" ||
 				!strings.Contains(got.header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 				t.Errorf("security headers missing: %v", got.header)
+			}
+			// The API names its own fields and headers, never a verb's flags.
+			if got.status >= 400 && strings.Contains(got.body, "--") {
+				t.Errorf("refusal names a command-line flag: %s", got.body)
 			}
 			if got.status == 401 && got.header.Get("WWW-Authenticate") == "" {
 				t.Errorf("401 without WWW-Authenticate")
