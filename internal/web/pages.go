@@ -394,6 +394,23 @@ func parseDiff(text string, inline []patches.Review) ([]diffLine, []patches.Revi
 	return out, rest
 }
 
+// revisionParam reads a revision number of p from a query parameter (0
+// when absent): what is not a number from 1 is a bad request (400), as the
+// verbs' --revision; a number p has no revision for is not found (404).
+func revisionParam(v string, p patches.Patch) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fault.New(fault.Usage, "bad revision %q: revisions are numbered from 1", clip(v))
+	}
+	if n > len(p.Revisions) {
+		return 0, fault.New(fault.NotFound, "patch %s has no revision %d (it has %d)", p.ID, n, len(p.Revisions))
+	}
+	return n, nil
+}
+
 func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	t, p, tl, err := s.patch(r)
 	if err != nil {
@@ -409,21 +426,15 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("to"); v != "" {
 		q.Set("rev", v)
 	}
-	if v := q.Get("rev"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > len(p.Revisions) {
-			return fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v))
-		}
+	if n, err := revisionParam(q.Get("rev"), p); err != nil {
+		return err
+	} else if n > 0 {
 		to = n
 	}
-	if v := q.Get("from"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > len(p.Revisions) {
-			return fault.New(fault.NotFound, "patch %s has no revision %s", p.ID, clip(v))
-		}
-		if n != to {
-			from = n
-		}
+	if n, err := revisionParam(q.Get("from"), p); err != nil {
+		return err
+	} else if n != to {
+		from = n
 	}
 	data := map[string]any{
 		"Title": p.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "patches",
