@@ -65,14 +65,20 @@ func runHook(c *cli.Context, name string) error {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
-	db, err := store.OpenShort(ctx, root.DBPath())
-	if err != nil {
-		return fail(fault.Wrap(err, "forge database unavailable"))
+	principal := push.Principal()
+	// pre-receive has nothing else to ask the database: where serve has
+	// just checked write access (or the push is local) it is not opened.
+	checked := name == "pre-receive" && push.WriteChecked(principal, os.Getenv(push.AccessEnv), key, time.Now())
+	var db *store.DB
+	if !checked {
+		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
+			return fail(fault.Wrap(err, "forge database unavailable"))
+		}
+		defer db.Close()
 	}
-	defer db.Close()
 	e := &push.Env{
 		Root: root, DB: db, Repo: key, Git: git.Repo{Dir: dir},
-		Principal: push.Principal(), URL: c.String("url"),
+		Principal: principal, WriteChecked: checked, URL: c.String("url"),
 		Stderr: os.Stderr, Log: log, Now: time.Now,
 	}
 	switch name {

@@ -39,6 +39,9 @@ type Env struct {
 	Repo      string // the repository key, org/foo.git
 	Git       git.Repo
 	Principal string
+	// WriteChecked says the caller found WriteChecked true: pre-receive
+	// then asks the database nothing, and DB may be nil.
+	WriteChecked bool
 	// URL overrides the root's url setting when not empty (--url, COLLAB_URL).
 	URL    string
 	Stderr io.Writer

@@ -58,6 +58,13 @@ type Request struct {
 	Exec func(path string, argv, env []string) error
 }
 
+func (r *Request) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
 // gitPrograms maps what clients send to git's subcommand and the access
 // it needs.
 var gitPrograms = map[string]struct {
@@ -207,7 +214,8 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		return refuse(err, "command", prog)
 	}
 	log = log.With("REPO", key)
-	if _, err := access.Require(ctx, db.R(), r.Principal, key, p.need); err != nil {
+	level, err := access.Require(ctx, db.R(), r.Principal, key, p.need)
+	if err != nil {
 		return refuse(err, "command", prog, "REPO", key)
 	}
 	dir, err := reponame.Dir(r.Root.ReposDir(), key)
@@ -215,6 +223,9 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		return refuse(err, "command", prog, "REPO", key)
 	}
 	env := gitEnv(r.Environ, r.Principal, r.Root.Dir, r.URL)
+	// What was just checked, for pre-receive (push.WriteChecked); set here,
+	// never taken from any environment (gitEnv drops COLLAB_ACCESS).
+	env = append(env, push.AccessEnv+"="+push.Checked(level, key, r.now()))
 	git, err := lookPath("git", getenv(env, "PATH"))
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
@@ -258,7 +269,7 @@ func validProtocol(v string) bool {
 
 // gitEnv is the whole environment git and the hooks get: PATH, HOME, the
 // principal, the root, the client's GIT_PROTOCOL and serve's own COLLAB_*
-// variables, nothing else. Anything else a client sends (LD_PRELOAD,
+// variables but COLLAB_ACCESS (runGit adds its own), nothing else. Anything else a client sends (LD_PRELOAD,
 // GIT_CONFIG_*, GIT_DIR…) could run code or redirect git.
 func gitEnv(own []string, principal, rootDir, url string) []string {
 	path := DefaultPath
@@ -278,7 +289,7 @@ func gitEnv(own []string, principal, rootDir, url string) []string {
 			if validProtocol(v) {
 				proto = v
 			}
-		case strings.HasPrefix(k, "COLLAB_") && k != "COLLAB_PRINCIPAL" && k != "COLLAB_ROOT" && k != "COLLAB_URL":
+		case strings.HasPrefix(k, "COLLAB_") && k != "COLLAB_PRINCIPAL" && k != "COLLAB_ROOT" && k != "COLLAB_URL" && k != push.AccessEnv:
 			collab = append(collab, kv)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -163,19 +164,55 @@ func TestGitCommands(t *testing.T) {
 // and serve's own COLLAB_* variables, nothing else.
 func TestCleanEnvironment(t *testing.T) {
 	f := setup(t)
-	res := f.run(t, "alice", "git-receive-pack 'demo.git'", nil)
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	at := func(r *Request) { r.Now = func() time.Time { return now } }
+	res := f.run(t, "alice", "git-receive-pack 'demo.git'", at)
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir,
-		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j"}
+		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_ACCESS=write demo.git 1795946400000"}
 	if !reflect.DeepEqual(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
 	}
 	res = f.run(t, "alice", "git-upload-pack demo", func(r *Request) {
+		at(r)
 		r.Environ = []string{"GIT_PROTOCOL=version=2\nLD_PRELOAD=x"}
 		r.URL = "http://override.test"
 	})
-	want = []string{"PATH=" + DefaultPath, "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir, "COLLAB_URL=http://override.test"}
+	want = []string{"PATH=" + DefaultPath, "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir, "COLLAB_URL=http://override.test",
+		"COLLAB_ACCESS=write demo.git 1795946400000"}
 	if !reflect.DeepEqual(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
+	}
+}
+
+// COLLAB_ACCESS tells pre-receive what serve checked, so it only ever comes
+// from serve's own check: one that reached serve's environment (an sshd
+// with AcceptEnv COLLAB_*, a client's SetEnv) is dropped, and the level is
+// the principal's, for the repository asked for.
+func TestAccessComesFromTheCheck(t *testing.T) {
+	f := setup(t)
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
+		r.Now = func() time.Time { return now }
+		r.Environ = append(r.Environ, "COLLAB_ACCESS=admin demo.git 1795946400000", "COLLAB_ACCESS=admin org/pub.git 1795946400000")
+	})
+	var got []string
+	for _, kv := range res.env {
+		if strings.HasPrefix(kv, "COLLAB_ACCESS=") {
+			got = append(got, kv)
+		}
+	}
+	if want := []string{"COLLAB_ACCESS=write demo.git 1795946400000"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("COLLAB_ACCESS %q, want %q", got, want)
+	}
+	if !push.WriteChecked("alice", strings.TrimPrefix(got[0], "COLLAB_ACCESS="), "demo.git", now) {
+		t.Error("pre-receive would not take serve's own check")
+	}
+	// A reader is refused before git runs, whatever its environment says.
+	res = f.run(t, "bob", "git-receive-pack 'demo.git'", func(r *Request) {
+		r.Environ = append(r.Environ, "COLLAB_ACCESS=admin demo.git 1795946400000")
+	})
+	if len(res.execs) != 0 || res.code == 0 {
+		t.Errorf("bob: exec %q, exit %d", res.execs, res.code)
 	}
 }
 
