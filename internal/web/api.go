@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/review"
@@ -33,23 +34,10 @@ func (s *Server) apiSigningKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readable returns the repositories the caller may read, by name.
-func (s *Server) readable(ctx context.Context, principal string) ([]repos.Repo, error) {
-	all, err := repos.List(ctx, s.cfg.DB.R())
-	if err != nil {
-		return nil, err
-	}
-	out := []repos.Repo{}
-	for _, rp := range all {
-		lvl, err := access.Of(ctx, s.cfg.DB.R(), principal, rp.Name)
-		if err != nil {
-			return nil, err
-		}
-		if lvl >= access.Read {
-			out = append(out, rp)
-		}
-	}
-	return out, nil
+// readable returns the repositories the caller may read, by name, with
+// the caller's access: the objects `repo list --json` prints.
+func (s *Server) readable(ctx context.Context, principal string) ([]principals.Readable, error) {
+	return principals.ReadableRepos(ctx, s.cfg.DB.R(), principal)
 }
 
 func (s *Server) apiRepos(w http.ResponseWriter, r *http.Request) error {
@@ -356,23 +344,58 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	list, err := patches.List(r.Context(), s.cfg.DB.R(), key, state, limit, after)
+	var out []patchJSON
+	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
+		list, err := patches.List(r.Context(), tx, key, state, limit, after)
+		if err != nil {
+			return err
+		}
+		out = make([]patchJSON, 0, len(list))
+		for _, p := range list {
+			if p.Reviews, err = patches.Reviews(r.Context(), tx, key, p.ID); err != nil {
+				return err
+			}
+			out = append(out, s.patchView(p))
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(list) > 0 {
-		setNext(w, r, len(list), limit, list[len(list)-1].ID)
+	if len(out) > 0 {
+		setNext(w, r, len(out), limit, out[len(out)-1].ID)
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
+// patchJSON is the patch object as `patch list --json` prints it: with its
+// reviews marked outdated or not, the review summary and the page's URL.
+type patchJSON struct {
+	review.Patch
+	URL string `json:"url,omitempty"`
+}
+
+// patchShowJSON adds the timeline, as `patch show --json` does.
+type patchShowJSON struct {
+	patchJSON
+	Timeline []review.Entry `json:"timeline"`
+}
+
+func (s *Server) patchView(p patches.Patch) patchJSON {
+	v := patchJSON{Patch: review.Describe(p)}
+	if s.cfg.URL != "" {
+		v.URL = s.cfg.URL + pagePath(p.Repo, "patches", p.ID)
+	}
+	return v
+}
+
 func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) error {
-	_, p, _, err := s.patch(r)
+	_, p, tl, err := s.patch(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, patchShowJSON{patchJSON: s.patchView(p), Timeline: tl})
 	return nil
 }
 
@@ -443,14 +466,19 @@ func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
 	if b.Verdict == "" {
 		b.Verdict = review.Comment
 	}
-	_, rv, err := s.postReviewOf(r, review.Input{
+	t, rv, err := s.postReviewOf(r, review.Input{
 		Verdict: b.Verdict, Body: b.Body, Revision: b.Revision, File: b.File, Line: b.Line,
 		LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token")),
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, rv)
+	// As `patch review --json`: the review marked outdated or not.
+	revs, err := patches.Revisions(r.Context(), s.cfg.DB.R(), t.key, t.id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, review.Views([]patches.Review{rv}, revs[len(revs)-1].Number)[0])
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/tokens"
+	"github.com/collab-forge/collab/internal/verbs"
 )
 
 // fixture is a forge with a public org/demo (alice and bob write, carol
@@ -602,3 +604,48 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestAPIMatchesVerbs: the API returns the same objects as the SSH verbs'
+// --json, field for field, for the same principal.
+func TestAPIMatchesVerbs(t *testing.T) {
+	f := newFixture(t)
+	api := "/api/v1/repos/org%2Fdemo"
+	f.do(req{method: "POST", path: api + "/issues", who: "alice", body: `{"title":"Crash","body":"see org/demo#abcdef01"}`})
+	f.do(req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"why?","file":"a.txt","line":2,"revision":1}`})
+	f.do(req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"approve"}`})
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(f.do(req{method: "GET", path: api + "/issues", who: "alice"}).body), &list); err != nil || len(list) != 1 {
+		t.Fatalf("issues: %v %v", err, list)
+	}
+	issue := list[0]["id"].(string)
+	for _, c := range []struct{ verb, path string }{
+		{"repo list", "/api/v1/repos"},
+		{"issue list org/demo", api + "/issues"},
+		{"issue show org/demo " + issue, api + "/issues/" + issue},
+		{"lease list org/demo", api + "/leases"},
+		{"patch list org/demo", api + "/patches"},
+		{"patch show org/demo " + f.patch, api + "/patches/" + f.patch},
+	} {
+		var out, errb strings.Builder
+		env := &verbs.Env{Root: f.root, DB: f.db, Principal: "alice", Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, URL: "http://forge.test"}
+		if code := verbs.Run(context.Background(), env, append(strings.Fields(c.verb), "--json")); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.verb, code, errb.String())
+		}
+		var want, got any
+		if err := json.Unmarshal([]byte(out.String()), &want); err != nil {
+			t.Fatal(err)
+		}
+		res := f.do(req{method: "GET", path: c.path, who: "alice"})
+		if err := json.Unmarshal([]byte(res.body), &got); err != nil {
+			t.Fatalf("GET %s: %d %s", c.path, res.status, res.body)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("GET %s differs from %s --json:\n api: %s\nverb: %s", c.path, c.verb, clip(res.body), clip(out.String()))
+		}
+	}
+	// A posted review is the object `patch review --json` prints.
+	res := f.do(req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"x","revision":1}`})
+	if res.status != 201 || !strings.Contains(res.body, `"outdated":true`) {
+		t.Errorf("review: %d %s", res.status, res.body)
+	}
+}
