@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/events"
@@ -23,6 +22,7 @@ import (
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Verdicts of a review.
@@ -79,7 +79,7 @@ func Post(ctx context.Context, db *store.DB, repoDir string, in Input, now time.
 		return patches.Review{}, err
 	}
 	body := strings.TrimRight(in.Body, "\r\n\t ")
-	if err := checkText("body", body); err != nil {
+	if err := text.Check("body", body, MaxBody); err != nil {
 		return patches.Review{}, err
 	}
 	if strings.TrimSpace(body) == "" && (in.Verdict == Comment || in.File != "") {
@@ -186,19 +186,6 @@ func revision(ctx context.Context, q store.Querier, repo, patchID string, n int)
 		return patches.Revision{}, fault.New(fault.NotFound, "patch %s has no revisions", patchID)
 	}
 	return revs[len(revs)-1], nil
-}
-
-func checkText(what, s string) error {
-	if len(s) > MaxBody {
-		return fault.New(fault.TooLarge, "%s too long: %d bytes, at most %d", what, len(s), MaxBody)
-	}
-	if !utf8.ValidString(s) {
-		return fault.New(fault.Usage, "%s is not valid UTF-8", what)
-	}
-	if strings.ContainsRune(s, 0) {
-		return fault.New(fault.Usage, "%s holds a NUL byte", what)
-	}
-	return nil
 }
 
 // leaseFence is a parsed --lease-token: an issue prefix (empty for the

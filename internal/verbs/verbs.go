@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // MaxBody bounds a body given on the command line or on stdin.
@@ -165,7 +165,7 @@ func (env *Env) Body(c *cli.Context, name string) (string, error) {
 		}
 		v = trimNewline(string(b))
 	}
-	return v, CheckText(name, v, MaxBody)
+	return v, text.Check(name, v, MaxBody)
 }
 
 // trimNewline drops one trailing line end (LF or CRLF).
@@ -174,20 +174,6 @@ func trimNewline(s string) string {
 		return t
 	}
 	return strings.TrimSuffix(s, "\n")
-}
-
-// CheckText refuses text that is too long or not UTF-8.
-func CheckText(what, v string, limit int) error {
-	if len(v) > limit {
-		return fault.New(fault.TooLarge, "%s too long: %d bytes, at most %d", what, len(v), limit)
-	}
-	if !utf8.ValidString(v) {
-		return fault.New(fault.Usage, "%s is not valid UTF-8", what)
-	}
-	if strings.ContainsRune(v, 0) {
-		return fault.New(fault.Usage, "%s holds a NUL byte", what)
-	}
-	return nil
 }
 
 // Args returns exactly n positional arguments or a usage error naming them.
