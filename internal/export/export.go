@@ -26,9 +26,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/collab-forge/collab/internal/flock"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -160,23 +160,7 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 // operator's run), so the second waits and then finds nothing new instead
 // of failing on update-ref's old-value check. Closing the file unlocks.
 func lock(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open export lock: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("take export lock: %w", err)
-		}
-		return func() { f.Close() }, nil
-	case <-ctx.Done():
-		go func() { <-done; f.Close() }()
-		return nil, ctx.Err()
-	}
+	return flock.Lock(ctx, path, 0o644)
 }
 
 func (x *Exporter) log() *slog.Logger {

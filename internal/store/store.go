@@ -16,10 +16,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/collab-forge/collab"
+	"github.com/collab-forge/collab/internal/flock"
 	_ "modernc.org/sqlite" // the driver
 )
 
@@ -175,23 +175,7 @@ func (db *DB) Read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // lock takes the cross-process writer lock: an exclusive flock of
 // PATH.lock, queued by the kernel instead of SQLite's sleeping poll.
 func (db *DB) lock(ctx context.Context) (func(), error) {
-	f, err := os.OpenFile(db.path+".lock", os.O_RDWR|os.O_CREATE, 0o660)
-	if err != nil {
-		return nil, fmt.Errorf("open write lock: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("take write lock: %w", err)
-		}
-		return func() { f.Close() }, nil // closing the file releases the lock
-	case <-ctx.Done():
-		go func() { <-done; f.Close() }()
-		return nil, ctx.Err()
-	}
+	return flock.Lock(ctx, db.path+".lock", 0o660)
 }
 
 func (db *DB) migrate(ctx context.Context) error {
