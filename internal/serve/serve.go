@@ -101,7 +101,7 @@ func Run(ctx context.Context, r *Request) int {
 	}
 	if len(words) > 0 {
 		if _, isGit := gitProgram(words); !isGit {
-			jsonOut = wantsJSON(words)
+			jsonOut = verbs.WantsJSON(words)
 		}
 	}
 	// One request, one connection: see store.OpenShort.
@@ -463,18 +463,6 @@ func getenv(env []string, key string) string {
 		}
 	}
 	return ""
-}
-
-func wantsJSON(words []string) bool {
-	for _, w := range words {
-		if w == "--" {
-			return false
-		}
-		if w == "--json" || w == "-json" || w == "--json=true" {
-			return true
-		}
-	}
-	return false
 }
 
 func outcome(code int) string {

@@ -95,7 +95,7 @@ func Run(ctx context.Context, env *Env, words []string) int {
 		env.Log.ErrorContext(ctx, "verb refused", "verb", strings.Join(first2(words), " "), "OUTCOME", "refused", "error", err.Error())
 	}
 	fmt.Fprintf(env.Stderr, "collab: %s\n", oneLine(fe.Msg))
-	if wantsJSON(words) {
+	if WantsJSON(words) {
 		obj := map[string]any{"error": fe.Msg}
 		for k, v := range fe.Fields {
 			obj[k] = v
@@ -119,7 +119,9 @@ func first2(w []string) []string {
 	return w
 }
 
-func wantsJSON(words []string) bool {
+// WantsJSON reports whether a verb line asks for --json, so that a refusal
+// made before the verb runs can answer in JSON too.
+func WantsJSON(words []string) bool {
 	for _, w := range words {
 		if w == "--" {
 			return false
