@@ -241,3 +241,18 @@ func Describe(p patches.Patch) Patch {
 	latest := p.Head().Number
 	return Patch{Patch: p, Reviews: Views(p.Reviews, latest), Summary: Summarize(p.Reviews, latest)}
 }
+
+// Listed is a patch as `patch list --json` and GET …/patches print it:
+// Describe's view and the patch page's URL (omitted when the forge has no
+// url setting).
+type Listed struct {
+	Patch
+	URL string `json:"url,omitempty"`
+}
+
+// Shown is a patch as `patch show --json` and GET …/patches/ID print it:
+// Listed and the timeline.
+type Shown struct {
+	Listed
+	Timeline []Entry `json:"timeline"`
+}

@@ -344,13 +344,13 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	var out []patchJSON
+	var out []review.Listed
 	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
 		list, err := patches.List(r.Context(), tx, key, state, limit, after)
 		if err != nil {
 			return err
 		}
-		out = make([]patchJSON, 0, len(list))
+		out = make([]review.Listed, 0, len(list))
 		for _, p := range list {
 			if p.Reviews, err = patches.Reviews(r.Context(), tx, key, p.ID); err != nil {
 				return err
@@ -369,21 +369,9 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// patchJSON is the patch object as `patch list --json` prints it: with its
-// reviews marked outdated or not, the review summary and the page's URL.
-type patchJSON struct {
-	review.Patch
-	URL string `json:"url,omitempty"`
-}
-
-// patchShowJSON adds the timeline, as `patch show --json` does.
-type patchShowJSON struct {
-	patchJSON
-	Timeline []review.Entry `json:"timeline"`
-}
-
-func (s *Server) patchView(p patches.Patch) patchJSON {
-	v := patchJSON{Patch: review.Describe(p)}
+// patchView is the patch object as `patch list --json` prints it.
+func (s *Server) patchView(p patches.Patch) review.Listed {
+	v := review.Listed{Patch: review.Describe(p)}
 	if s.cfg.URL != "" {
 		v.URL = s.cfg.URL + pagePath(p.Repo, "patches", p.ID)
 	}
@@ -395,7 +383,7 @@ func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, patchShowJSON{patchJSON: s.patchView(p), Timeline: tl})
+	writeJSON(w, http.StatusOK, review.Shown{Listed: s.patchView(p), Timeline: tl})
 	return nil
 }
 
