@@ -82,10 +82,16 @@ func TestWriteRollsBack(t *testing.T) {
 // Writers from many goroutines (one connection, the flock) never see BUSY.
 func TestConcurrentWrites(t *testing.T) {
 	db := openTest(t)
-	ctx := context.Background()
+	writeConcurrently(t, context.Background(), db, db, 32)
+}
+
+// writeConcurrently inserts n events through db from n goroutines at once,
+// fails on any error, and checks through check that all n are there.
+func writeConcurrently(t *testing.T, ctx context.Context, db, check *DB, n int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for i := 0; i < 32; i++ {
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -102,9 +108,9 @@ func TestConcurrentWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var n int
-	if err := db.R().QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil || n != 32 {
-		t.Fatalf("events = %d, %v", n, err)
+	var got int
+	if err := check.R().QueryRow("SELECT count(*) FROM events").Scan(&got); err != nil || got != n {
+		t.Fatalf("events = %d, %v", got, err)
 	}
 }
 
@@ -226,27 +232,5 @@ func TestOpenShort(t *testing.T) {
 	if err != nil {
 		t.Fatalf("write beside a short read transaction: %v", err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- db.Write(ctx, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(ctx, "INSERT INTO events(event, repo, actor, at, data) VALUES ('x', 'r', 'a', 't', '{}')")
-				return err
-			})
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	var n int
-	if err := long.R().QueryRow("SELECT count(*) FROM events").Scan(&n); err != nil || n != 16 {
-		t.Fatalf("events = %d, %v", n, err)
-	}
+	writeConcurrently(t, ctx, db, long, 16)
 }
