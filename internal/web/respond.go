@@ -177,15 +177,11 @@ func (s *Server) repoAccess(r *http.Request, need access.Level) (string, access.
 		return "", access.None, err
 	}
 	p := principalOf(r)
-	lvl, err := access.Require(r.Context(), s.cfg.DB.R(), p, key, access.Read)
+	lvl, err := access.Require(r.Context(), s.cfg.DB.R(), p, key, need)
 	if err != nil {
-		return "", access.None, err
-	}
-	if lvl < need {
-		if p == "" {
+		if p == access.Anonymous && fault.KindOf(err) == fault.Denied {
 			return "", lvl, requireAuth(r)
 		}
-		_, err := access.Require(r.Context(), s.cfg.DB.R(), p, key, need)
 		return "", lvl, err
 	}
 	return key, lvl, nil
