@@ -10,6 +10,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -67,19 +68,7 @@ func TestParseKey(t *testing.T) {
 
 func open(t *testing.T) *store.DB {
 	t.Helper()
-	ctx := context.Background()
-	root, err := forge.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := forge.Init(ctx, root, nil); err != nil {
-		t.Fatal(err)
-	}
-	db, err := root.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, _, db := forgetest.New(t)
 	if _, err := db.R().ExecContext(ctx, `INSERT INTO repos(name, public, created_at) VALUES ('demo.git', 0, 'x'), ('pub.git', 1, 'x')`); err != nil {
 		t.Fatal(err)
 	}
