@@ -20,12 +20,19 @@ import (
 	"github.com/collab-forge/collab/internal/review"
 )
 
-func pagePath(key string, rest ...string) string {
+// repoPath is the path of repository key's pages: each segment escaped,
+// slashes kept (/org/demo).
+func repoPath(key string) string {
 	segs := strings.Split(reponame.Display(key), "/")
 	for i, sg := range segs {
 		segs[i] = url.PathEscape(sg)
 	}
-	return "/" + strings.Join(segs, "/") + "/-/" + strings.Join(rest, "/")
+	return "/" + strings.Join(segs, "/")
+}
+
+// pagePath is the path of a page of repository key: /org/demo/-/rest….
+func pagePath(key string, rest ...string) string {
+	return repoPath(key) + "/-/" + strings.Join(rest, "/")
 }
 
 func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) error {

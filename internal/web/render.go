@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/reponame"
@@ -22,41 +21,24 @@ var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches"
 
 func loadPages(s *Server) (*pages, error) {
 	funcs := template.FuncMap{
-		"display": reponame.Display,
-		"repoPath": func(key string) string {
-			// Each segment escaped, slashes kept: /org/demo/-/…
-			segs := strings.Split(reponame.Display(key), "/")
-			for i, sg := range segs {
-				segs[i] = url.PathEscape(sg)
-			}
-			return "/" + strings.Join(segs, "/")
-		},
+		"display":  reponame.Display,
+		"repoPath": repoPath,
 		"short": func(id string) string {
 			if len(id) > 10 {
 				return id[:10]
 			}
 			return id
 		},
-		"when": func(ts string) string {
-			t, err := store.ParseTime(ts)
-			if err != nil {
-				return ts
-			}
-			return t.Format("2006-01-02 15:04 UTC")
-		},
+		"when": when,
 		"whenp": func(ts *string) string {
 			if ts == nil {
 				return ""
 			}
-			t, err := store.ParseTime(*ts)
-			if err != nil {
-				return *ts
-			}
-			return t.Format("2006-01-02 15:04 UTC")
+			return when(*ts)
 		},
 		"md":     s.md.Render,
-		"deref":  func(p *string) string { return deref(p) },
-		"derefi": func(p *int) int { return derefInt(p) },
+		"deref":  deref,
+		"derefi": derefInt,
 		"query": func(kv ...string) string {
 			q := url.Values{}
 			for i := 0; i+1 < len(kv); i += 2 {
@@ -80,6 +62,15 @@ func loadPages(s *Server) (*pages, error) {
 		p.sets[n] = t
 	}
 	return p, nil
+}
+
+// when shows a stored time as pages do; what does not parse is shown as is.
+func when(ts string) string {
+	t, err := store.ParseTime(ts)
+	if err != nil {
+		return ts
+	}
+	return t.Format("2006-01-02 15:04 UTC")
 }
 
 func derefInt(p *int) int {
