@@ -94,19 +94,6 @@ func patchCommand(env *Env) *cli.Command {
 	}
 }
 
-// patchJSON is the contract's patch object with the reviews marked
-// outdated or not, the review summary and the web link.
-type patchJSON struct {
-	review.Patch
-	URL string `json:"url,omitempty"`
-}
-
-// patchShowJSON adds the timeline for patch show.
-type patchShowJSON struct {
-	patchJSON
-	Timeline []review.Entry `json:"timeline"`
-}
-
 // diffJSON is what patch diff --json prints.
 type diffJSON struct {
 	PatchID  string `json:"patch_id"`
@@ -125,8 +112,8 @@ func (env *Env) patchURL(key, id string) string {
 	return env.URL + "/" + reponame.Display(key) + "/-/patches/" + id
 }
 
-func (env *Env) patchView(p patches.Patch) patchJSON {
-	return patchJSON{Patch: review.Describe(p), URL: env.patchURL(p.Repo, p.ID)}
+func (env *Env) patchView(p patches.Patch) review.Listed {
+	return review.Listed{Patch: review.Describe(p), URL: env.patchURL(p.Repo, p.ID)}
 }
 
 // logPatch records a change made to a patch, with the journal's fields.
@@ -153,13 +140,13 @@ func (env *Env) patchList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var out []patchJSON
+	var out []review.Listed
 	err = env.DB.Read(c.Context, func(tx *sql.Tx) error {
 		list, err := patches.List(c.Context, tx, key, strings.ToLower(c.String("state")), c.Int("limit"), c.String("after"))
 		if err != nil {
 			return err
 		}
-		out = make([]patchJSON, 0, len(list))
+		out = make([]review.Listed, 0, len(list))
 		for _, p := range list {
 			if p.Reviews, err = patches.Reviews(c.Context, tx, key, p.ID); err != nil {
 				return err
@@ -184,7 +171,7 @@ func (env *Env) patchShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var out patchShowJSON
+	var out review.Shown
 	err = env.DB.Read(c.Context, func(tx *sql.Tx) error {
 		p, err := patches.Get(c.Context, tx, t.key, t.id)
 		if err != nil {
@@ -194,7 +181,7 @@ func (env *Env) patchShow(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		out = patchShowJSON{patchJSON: env.patchView(p), Timeline: tl}
+		out = review.Shown{Listed: env.patchView(p), Timeline: tl}
 		return nil
 	})
 	if err != nil {
@@ -203,7 +190,7 @@ func (env *Env) patchShow(c *cli.Context) error {
 	return env.Print(c, out, func(w io.Writer) { printPatch(w, out) })
 }
 
-func printPatch(w io.Writer, p patchShowJSON) {
+func printPatch(w io.Writer, p review.Shown) {
 	fmt.Fprintf(w, "patch %s: %s\n", p.ID, p.Title)
 	draft := ""
 	if p.Draft {
