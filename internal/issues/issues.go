@@ -19,6 +19,7 @@ import (
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // States of an issue.
@@ -107,27 +108,15 @@ func CheckTitle(title string) (string, error) {
 		return "", fault.New(fault.Usage, "empty title")
 	case len(t) > MaxTitle:
 		return "", fault.New(fault.Usage, "title too long: %d bytes, at most %d", len(t), MaxTitle)
-	case !validText(t):
-		return "", fault.New(fault.Usage, "title is not valid UTF-8 text")
 	case strings.ContainsAny(t, "\r\n"):
 		return "", fault.New(fault.Usage, "title must be one line")
 	}
-	return t, nil
+	return t, text.Check("title", t, MaxTitle)
 }
 
-// CheckBody refuses an oversized or non-UTF-8 body.
+// CheckBody refuses an oversized or non-UTF-8 body, or one holding a NUL.
 func CheckBody(body string) error {
-	if len(body) > MaxBody {
-		return fault.New(fault.TooLarge, "body too long: %d bytes, at most %d", len(body), MaxBody)
-	}
-	if !validText(body) {
-		return fault.New(fault.Usage, "body is not valid UTF-8 text")
-	}
-	return nil
-}
-
-func validText(s string) bool {
-	return strings.ToValidUTF8(s, "\uFFFD") == s && !strings.ContainsRune(s, 0)
+	return text.Check("body", body, MaxBody)
 }
 
 // New files an issue (event issue.filed) and records the references in its
