@@ -32,10 +32,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if fe == errMethod {
 		status = http.StatusMethodNotAllowed
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		fe, status = fault.New(fault.TooLarge, "request body too large: at most %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge
-	}
 	if status >= 500 {
 		s.cfg.Log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.EscapedPath(), "error", err.Error())
 	}
