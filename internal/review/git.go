@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
 )
 
@@ -58,7 +59,7 @@ func CheckAnchor(ctx context.Context, repoDir string, rev patches.Revision, file
 	if err != nil {
 		return "", err
 	}
-	if !oidLike(rev.Commit) {
+	if !git.IsOID(rev.Commit) {
 		return "", fmt.Errorf("revision %d: bad stored commit %q", rev.Number, rev.Commit)
 	}
 	out, err := gitCmd(ctx, repoDir, "ls-tree", "-z", "--full-tree", rev.Commit, "--", p).Output()
@@ -107,23 +108,6 @@ func short(oid string) string {
 		return oid[:12]
 	}
 	return oid
-}
-
-func oidLike(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	return isHex(s)
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // countLines streams a blob and counts its lines (a last line without a
@@ -177,34 +161,36 @@ func countLines(ctx context.Context, repoDir, oid string) (n int, binary bool, e
 // commit in repoDir.
 func resolveCommit(ctx context.Context, repoDir, s string) (string, error) {
 	c := strings.ToLower(strings.TrimSpace(s))
-	if len(c) < 4 || len(c) > 64 || !isHex(c) {
+	if len(c) < 4 || len(c) > 64 || strings.Trim(c, "0123456789abcdef") != "" {
 		return "", fault.New(fault.Usage, "bad commit %q: want a hex object id", clip(s))
 	}
-	out, err := gitCmd(ctx, repoDir, "rev-parse", "--verify", "--quiet", c+"^{commit}").Output()
+	oid, ok, err := git.Repo{Dir: repoDir}.ResolveRef(ctx, c)
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", fault.New(fault.NotFound, "no commit %s in the repository", c)
-		}
-		return "", fmt.Errorf("git rev-parse %s: %w", c, err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	if !ok {
+		return "", fault.New(fault.NotFound, "no commit %s in the repository", c)
+	}
+	return oid, nil
 }
 
-// reachable checks that commit is reachable from refs/heads/branch.
+// reachable checks that commit (a full oid) is reachable from
+// refs/heads/branch.
 func reachable(ctx context.Context, repoDir, commit, branch string) error {
-	ref := "refs/heads/" + branch
-	if err := gitCmd(ctx, repoDir, "rev-parse", "--verify", "--quiet", ref).Run(); err != nil {
+	r := git.Repo{Dir: repoDir}
+	tip, ok, err := r.ResolveRef(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return fault.New(fault.Conflict, "target branch %s does not exist", branch)
 	}
-	err := gitCmd(ctx, repoDir, "merge-base", "--is-ancestor", commit, ref).Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ee) && ee.ExitCode() == 1:
-		return fault.New(fault.Conflict, "commit %s is not reachable from branch %s: merge it there first", short(commit), branch)
-	default:
-		return fmt.Errorf("git merge-base --is-ancestor %s %s: %w", commit, ref, err)
+	in, err := r.IsAncestor(ctx, commit, tip)
+	if err != nil {
+		return err
 	}
+	if !in {
+		return fault.New(fault.Conflict, "commit %s is not reachable from branch %s: merge it there first", short(commit), branch)
+	}
+	return nil
 }
