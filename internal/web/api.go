@@ -338,15 +338,9 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	state := r.URL.Query().Get("state")
-	if state != "" {
-		if err := patches.CheckState(state); err != nil {
-			return err
-		}
-	}
 	var out []review.Listed
 	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		list, err := patches.List(r.Context(), tx, key, state, limit, after)
+		list, err := patches.List(r.Context(), tx, key, r.URL.Query().Get("state"), limit, after)
 		if err != nil {
 			return err
 		}
