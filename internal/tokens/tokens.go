@@ -215,10 +215,18 @@ func Login(ctx context.Context, db *store.DB, secret string, now time.Time) (str
 		if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at < ?", store.FormatTime(now)); err != nil {
 			return fmt.Errorf("clear old sessions: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE tokens SET last_used_at = ? WHERE id = ?", store.FormatTime(now), id); err != nil {
+		// The token was checked before this transaction; a Revoke in
+		// between must not leave a session behind that outlives it.
+		res, err := tx.ExecContext(ctx, "UPDATE tokens SET last_used_at = ? WHERE id = ?", store.FormatTime(now), id)
+		if err != nil {
 			return fmt.Errorf("touch token: %w", err)
 		}
-		_, err := tx.ExecContext(ctx,
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("touch token: %w", err)
+		} else if n == 0 {
+			return fault.New(fault.Unauthenticated, "bad token")
+		}
+		_, err = tx.ExecContext(ctx,
 			"INSERT INTO sessions(hash, principal, csrf, token_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
 			Hash(cookie), principal, s.CSRF, id, store.FormatTime(now), store.FormatTime(now.Add(SessionTTL)))
 		if err != nil {
