@@ -120,8 +120,10 @@ type received struct {
 	prev    *patches.Revision
 	added   bool
 	created bool
-	oldHead string
-	issues  []string
+	// retargeted: the push moved the patch to another branch.
+	retargeted bool
+	oldHead    string
+	issues     []string
 }
 
 // Revision aliases patches.Revision for brevity here.
@@ -155,11 +157,29 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 	if !res.added {
 		rep.refname = RevRef(res.patch.ID, c.New)
 	}
-	if res.added && res.oldHead != git.ZeroOID && !slices.Contains(tip.Parents, res.oldHead) {
-		ff, err := e.Git.IsAncestor(ctx, res.oldHead, c.New)
-		rep.forced = err == nil && !ff
+	if res.added && res.oldHead != git.ZeroOID {
+		rep.forced = e.forced(ctx, res, tip)
 	}
 	return rep
+}
+
+// forced reports whether a new revision does not descend from the previous
+// one, for the client's "(forced update)" (a label only). The answer is
+// mostly at hand: a tip whose parent is the previous revision is a
+// fast-forward; a tip that is one commit on its merge base with the branch
+// (an amend or rebase of a one-commit patch) descends from the previous
+// revision only if that is on the branch already, and the merge scan would
+// have recorded the patch merged then, unless the patch has just moved to
+// this branch. Anything else asks git.
+func (e *Env) forced(ctx context.Context, res received, tip git.Commit) bool {
+	if slices.Contains(tip.Parents, res.oldHead) {
+		return false
+	}
+	if len(tip.Parents) == 1 && tip.Parents[0] == res.rev.BaseCommit && !res.retargeted {
+		return true
+	}
+	ff, err := e.Git.IsAncestor(ctx, res.oldHead, tip.OID)
+	return err == nil && !ff
 }
 
 // tell prints the pusher's lines: the patch, its revision and URL, the
@@ -300,6 +320,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 			if p.Base != branch {
 				u.Base = &branch
 				p.Base = branch
+				res.retargeted = true
 			}
 			if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
 				return err
