@@ -95,7 +95,7 @@ func CheckAnchor(ctx context.Context, repoDir string, rev patches.Revision, file
 		return "", err
 	}
 	if binary {
-		return "", fault.New(fault.Usage, "%s is a binary file in %s: comment on it without --line", p, where)
+		return "", fault.New(fault.Usage, "%s is a binary file in %s: comment on the whole file, not on a line", p, where)
 	}
 	if line > n {
 		return "", fault.New(fault.Usage, "line %d is past the end of %s in %s, which has %d lines", line, p, where, n)

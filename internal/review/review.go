@@ -51,6 +51,34 @@ type Input struct {
 	// LeaseToken fences the review: "N" when the patch links exactly one
 	// issue, else "ISSUE:N"; "" means unfenced.
 	LeaseToken string
+	// Words names these fields in refusals the way the caller takes them.
+	Words Words
+}
+
+// Words says how refusals name Input's fields: as the verbs' flags
+// (Flags, the zero value) or as the HTTP API's JSON fields and header
+// (Fields, which the patch page's form shares).
+type Words int
+
+const (
+	Flags Words = iota
+	Fields
+)
+
+// field names the body, file or line.
+func (w Words) field(name string) string {
+	if w == Fields {
+		return `"` + name + `"`
+	}
+	return "--" + name
+}
+
+// token is how a lease token is given, up to its value.
+func (w Words) token() string {
+	if w == Fields {
+		return "X-Lease-Token: "
+	}
+	return "--lease-token "
 }
 
 // Need is the access level a verdict needs: a vote needs write, a comment
@@ -83,10 +111,10 @@ func Post(ctx context.Context, db *store.DB, repoDir string, in Input, now time.
 		return patches.Review{}, err
 	}
 	if strings.TrimSpace(body) == "" && (in.Verdict == Comment || in.File != "") {
-		return patches.Review{}, fault.New(fault.Usage, "a comment needs a body (--body)")
+		return patches.Review{}, fault.New(fault.Usage, "a comment needs a body (%s)", in.Words.field("body"))
 	}
 	if in.Line != 0 && in.File == "" {
-		return patches.Review{}, fault.New(fault.Usage, "--line needs --file")
+		return patches.Review{}, fault.New(fault.Usage, "%s needs %s", in.Words.field("line"), in.Words.field("file"))
 	}
 	if in.Line < 0 {
 		return patches.Review{}, fault.New(fault.Usage, "bad line %d: lines are numbered from 1", in.Line)
@@ -136,7 +164,7 @@ func Post(ctx context.Context, db *store.DB, repoDir string, in Input, now time.
 			return fault.New(fault.Conflict, "patch %s is %s: only comments are taken now", in.PatchID, p.State)
 		}
 		if fence != nil {
-			issueID, err := fence.issue(ctx, tx, in.Repo, in.PatchID)
+			issueID, err := fence.issue(ctx, tx, in.Repo, in.PatchID, in.Words)
 			if err != nil {
 				return err
 			}
@@ -218,7 +246,7 @@ func parseLeaseToken(s string) (*leaseFence, error) {
 
 // issue names the issue the token is for, as -o lease= does on a push:
 // the plain form needs a patch linking exactly one issue.
-func (f *leaseFence) issue(ctx context.Context, q store.Querier, repo, patchID string) (string, error) {
+func (f *leaseFence) issue(ctx context.Context, q store.Querier, repo, patchID string, w Words) (string, error) {
 	if f.issuePrefix != "" {
 		return issues.Resolve(ctx, q, repo, f.issuePrefix)
 	}
@@ -230,9 +258,9 @@ func (f *leaseFence) issue(ctx context.Context, q store.Querier, repo, patchID s
 	case 1:
 		return linked[0], nil
 	case 0:
-		return "", fault.New(fault.Usage, "lease token %d names no issue: patch %s links none; give --lease-token ISSUE:%d", f.token, patchID, f.token)
+		return "", fault.New(fault.Usage, "lease token %d names no issue: patch %s links none; give %sISSUE:%d", f.token, patchID, w.token(), f.token)
 	default:
-		return "", fault.New(fault.Usage, "lease token %d is ambiguous: patch %s links %d issues; give --lease-token ISSUE:%d", f.token, patchID, len(linked), f.token)
+		return "", fault.New(fault.Usage, "lease token %d is ambiguous: patch %s links %d issues; give %sISSUE:%d", f.token, patchID, len(linked), w.token(), f.token)
 	}
 }
 

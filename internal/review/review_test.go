@@ -201,3 +201,20 @@ func TestCheckAnchor(t *testing.T) {
 		}
 	}
 }
+
+func TestWords(t *testing.T) {
+	for _, tc := range []struct {
+		w           Words
+		line, token string
+	}{
+		{Flags, "--line", "--lease-token "},
+		{Fields, `"line"`, "X-Lease-Token: "},
+	} {
+		if got := tc.w.field("line"); got != tc.line {
+			t.Errorf("%d: field(line) = %q, want %q", tc.w, got, tc.line)
+		}
+		if got := tc.w.token(); got != tc.token {
+			t.Errorf("%d: token() = %q, want %q", tc.w, got, tc.token)
+		}
+	}
+}
