@@ -56,17 +56,69 @@ func ParseLevel(s string) (Level, error) {
 	return None, fault.New(fault.Usage, "bad access level %q: want read, write or admin", s)
 }
 
+// levelQuery reads, per repository, what principal's level there depends
+// on: whether it is public, whether the principal exists and is enabled,
+// and its highest grant on the repository or on '*'. Its arguments are the
+// principal twice.
+const levelQuery = `
+	SELECT r.name, r.public,
+		EXISTS (SELECT 1 FROM principals p WHERE p.name = ? AND p.disabled = 0),
+		(SELECT g.level FROM grants g
+		 WHERE g.principal = ? AND g.repo IN (r.name, '*')
+		 ORDER BY CASE g.level WHEN 'admin' THEN 3 WHEN 'write' THEN 2 ELSE 1 END DESC LIMIT 1)
+	FROM repos r`
+
 // Of returns principal's level in the repository with key. A missing
 // repository, a missing or disabled principal all give None.
 func Of(ctx context.Context, q store.Querier, principal, key string) (Level, error) {
-	var public bool
-	err := q.QueryRowContext(ctx, "SELECT public FROM repos WHERE name = ?", key).Scan(&public)
+	var (
+		name            string
+		public, enabled bool
+		grant           sql.NullString
+	)
+	err := q.QueryRowContext(ctx, levelQuery+" WHERE r.name = ?", principal, principal, key).
+		Scan(&name, &public, &enabled, &grant)
 	if errors.Is(err, sql.ErrNoRows) {
 		return None, nil
 	}
 	if err != nil {
-		return None, fmt.Errorf("read repository %s: %w", key, err)
+		return None, fmt.Errorf("read access of %s to %s: %w", principal, key, err)
 	}
+	return level(principal, public, enabled, grant)
+}
+
+// Levels returns principal's level in every repository, by key: what Of
+// gives for each, in one query however many repositories there are.
+func Levels(ctx context.Context, q store.Querier, principal string) (map[string]Level, error) {
+	rows, err := q.QueryContext(ctx, levelQuery, principal, principal)
+	if err != nil {
+		return nil, fmt.Errorf("read access of %s: %w", principal, err)
+	}
+	defer rows.Close()
+	out := map[string]Level{}
+	for rows.Next() {
+		var (
+			name            string
+			public, enabled bool
+			grant           sql.NullString
+		)
+		if err := rows.Scan(&name, &public, &enabled, &grant); err != nil {
+			return nil, fmt.Errorf("read access of %s: %w", principal, err)
+		}
+		if out[name], err = level(principal, public, enabled, grant); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read access of %s: %w", principal, err)
+	}
+	return out, nil
+}
+
+// level is the rule: the local operator is admin everywhere; a public
+// repository is readable by anonymous and by every enabled principal; a
+// missing or disabled principal gets nothing; otherwise the highest grant.
+func level(principal string, public, enabled bool, grant sql.NullString) (Level, error) {
 	if principal == Local {
 		return Admin, nil
 	}
@@ -77,22 +129,13 @@ func Of(ctx context.Context, q store.Querier, principal, key string) (Level, err
 	if principal == Anonymous {
 		return base, nil
 	}
-	var level sql.NullString
-	err = q.QueryRowContext(ctx, `
-		SELECT (SELECT g.level FROM grants g
-		        WHERE g.principal = p.name AND g.repo IN (?, '*')
-		        ORDER BY CASE g.level WHEN 'admin' THEN 3 WHEN 'write' THEN 2 ELSE 1 END DESC LIMIT 1)
-		FROM principals p WHERE p.name = ? AND p.disabled = 0`, key, principal).Scan(&level)
-	if errors.Is(err, sql.ErrNoRows) {
-		return None, nil // no such principal, or disabled
+	if !enabled {
+		return None, nil
 	}
-	if err != nil {
-		return None, fmt.Errorf("read grants of %s: %w", principal, err)
-	}
-	if !level.Valid {
+	if !grant.Valid {
 		return base, nil
 	}
-	l, err := ParseLevel(level.String)
+	l, err := ParseLevel(grant.String)
 	if err != nil {
 		return None, fmt.Errorf("stored grant of %s: %w", principal, err)
 	}

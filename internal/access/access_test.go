@@ -46,6 +46,10 @@ func TestOf(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("Of(%q, %q) = %v, %v; want %v", tc.who, tc.repo, got, err, tc.want)
 		}
+		ls, err := Levels(ctx, db.R(), tc.who)
+		if err != nil || ls[tc.repo] != tc.want {
+			t.Errorf("Levels(%q)[%q] = %v, %v; want %v", tc.who, tc.repo, ls[tc.repo], err, tc.want)
+		}
 	}
 	// Unreadable and missing are one and the same refusal.
 	_, e1 := Require(ctx, db.R(), "ann", "org/x.git", Read)

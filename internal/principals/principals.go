@@ -217,36 +217,33 @@ type Readable struct {
 	Access      string `json:"access"`
 }
 
-// ReadableRepos lists the repositories principal can read, by name. A
-// missing or disabled principal reads only what is public, like anyone.
+// ReadableRepos lists the repositories principal can read, by name, as
+// access.Of decides: the anonymous principal reads what is public, a
+// missing or disabled one reads nothing.
 func ReadableRepos(ctx context.Context, q store.Querier, principal string) ([]Readable, error) {
+	levels, err := access.Levels(ctx, q, principal)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.QueryContext(ctx, `SELECT name, public, description, created_at FROM repos ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list repositories: %w", err)
 	}
-	var all []Readable
+	defer rows.Close()
+	out := []Readable{}
 	for rows.Next() {
 		var r Readable
 		if err := rows.Scan(&r.Name, &r.Public, &r.Description, &r.CreatedAt); err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("list repositories: %w", err)
 		}
-		all = append(all, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list repositories: %w", err)
-	}
-	out := []Readable{}
-	for _, r := range all {
-		l, err := access.Of(ctx, q, principal, r.Name)
-		if err != nil {
-			return nil, err
-		}
-		if l >= access.Read {
+		// A repository created between the two queries is left for next time.
+		if l := levels[r.Name]; l >= access.Read {
 			r.Access = l.String()
 			out = append(out, r)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list repositories: %w", err)
 	}
 	return out, nil
 }
