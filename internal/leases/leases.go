@@ -178,15 +178,7 @@ func Acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string
 	exp, ttlMS := expiry(now, ttl)
 	if r.live(ts) {
 		if r.holder.String == holder {
-			if err := setExpiry(ctx, tx, repo, issueID, r.token, exp, ttlMS); err != nil {
-				return Lease{}, err
-			}
-			r.expiresAt = nullString(exp)
-			l := r.lease(repo, issueID)
-			if _, err := events.Emit(ctx, tx, events.LeaseRenewed, repo, holder, now, l); err != nil {
-				return Lease{}, err
-			}
-			return l, nil
+			return extend(ctx, tx, repo, issueID, r, exp, ttlMS, now)
 		}
 		if !force {
 			return Lease{}, heldBy(r, issueID, "lease not acquired")
@@ -224,23 +216,25 @@ func Acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string
 	return l, nil
 }
 
-func nullString(v any) sql.NullString {
-	if s, ok := v.(string); ok {
-		return sql.NullString{String: s, Valid: true}
-	}
-	return sql.NullString{}
-}
-
-func setExpiry(ctx context.Context, tx store.Querier, repo, issueID string, token int64, exp, ttlMS any) error {
+// extend gives the live tenure r (its holder's) the expiry exp (nil:
+// open-ended) and TTL ttlMS, keeping its token, and emits lease.renewed:
+// a renew, or an acquire retried by the holder.
+func extend(ctx context.Context, tx store.Querier, repo, issueID string, r row, exp, ttlMS any, now time.Time) (Lease, error) {
 	if _, err := tx.ExecContext(ctx, "UPDATE leases SET expires_at = ?, ttl_ms = ? WHERE repo = ? AND issue_id = ?",
 		exp, ttlMS, repo, issueID); err != nil {
-		return fmt.Errorf("extend lease of %s: %w", issueID, err)
+		return Lease{}, fmt.Errorf("extend lease of %s: %w", issueID, err)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE tenures SET expires_at = ? WHERE repo = ? AND issue_id = ? AND token = ?",
-		exp, repo, issueID, token); err != nil {
-		return fmt.Errorf("extend tenure %d of %s: %w", token, issueID, err)
+		exp, repo, issueID, r.token); err != nil {
+		return Lease{}, fmt.Errorf("extend tenure %d of %s: %w", r.token, issueID, err)
 	}
-	return nil
+	s, ok := exp.(string)
+	r.expiresAt = sql.NullString{String: s, Valid: ok}
+	l := r.lease(repo, issueID)
+	if _, err := events.Emit(ctx, tx, events.LeaseRenewed, repo, r.holder.String, now, l); err != nil {
+		return Lease{}, err
+	}
+	return l, nil
 }
 
 // Renew extends the live lease of holder on (repo, issueID), keeping its
@@ -270,15 +264,7 @@ func Renew(ctx context.Context, tx store.Querier, repo, issueID, holder string, 
 	if ttl == 0 && r.ttlMS.Valid {
 		exp, ttlMS = expiry(now, time.Duration(r.ttlMS.Int64)*time.Millisecond)
 	}
-	if err := setExpiry(ctx, tx, repo, issueID, r.token, exp, ttlMS); err != nil {
-		return Lease{}, err
-	}
-	r.expiresAt = nullString(exp)
-	l := r.lease(repo, issueID)
-	if _, err := events.Emit(ctx, tx, events.LeaseRenewed, repo, holder, now, l); err != nil {
-		return Lease{}, err
-	}
-	return l, nil
+	return extend(ctx, tx, repo, issueID, r, exp, ttlMS, now)
 }
 
 // Release frees the lease on (repo, issueID) for holder and reports whether
