@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/verbs"
 )
@@ -24,7 +25,7 @@ type leaseForge struct {
 
 func newLeaseForge(t *testing.T) *leaseForge {
 	t.Helper()
-	ctx, _, db := verbs.NewTestForge(t)
+	ctx, _, db := forgetest.New(t)
 	err := db.Write(ctx, func(tx *sql.Tx) error {
 		stmts := []string{
 			"INSERT INTO repos(name, created_at) VALUES ('demo.git', 'x'), ('other.git', 'x')",

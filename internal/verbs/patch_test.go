@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
@@ -35,7 +36,7 @@ type patchWorld struct {
 
 func newPatchWorld(t *testing.T) *patchWorld {
 	t.Helper()
-	ctx, root, db := NewTestForge(t)
+	ctx, root, db := forgetest.New(t)
 	w := &patchWorld{t: t, ctx: ctx, root: root, db: db, bare: filepath.Join(root.ReposDir(), "demo.git"),
 		work: t.TempDir(), now: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
 	w.git("", "init", "-q", "--bare", w.bare)
