@@ -499,26 +499,7 @@ func (s *Server) postReviewOf(r *http.Request, in review.Input) (target, patches
 	if err != nil {
 		return target{}, patches.Review{}, err
 	}
-	in.Repo, in.PatchID, in.Author = t.key, t.id, principalOf(r)
+	in.Repo, in.PatchID, in.Author, in.Words = t.key, t.id, principalOf(r), review.Fields
 	rv, err := review.Post(r.Context(), s.cfg.DB, dir, in, s.now())
-	return t, rv, webWords(err)
-}
-
-// flagWords renames the command-line flags that review's refusals name
-// (they are written for the verbs) after the fields and header the API and
-// the patch page's form take.
-var flagWords = strings.NewReplacer(
-	"(--body)", `("body")`,
-	"--line", `"line"`,
-	"--file", `"file"`,
-	"--lease-token ", "X-Lease-Token: ",
-)
-
-// webWords returns err with its public message in the web's words.
-func webWords(err error) error {
-	fe, ok := err.(*fault.Error)
-	if !ok || !strings.Contains(fe.Msg, "--") {
-		return err
-	}
-	return &fault.Error{Kind: fe.Kind, Msg: flagWords.Replace(fe.Msg), Err: fe.Err, Fields: fe.Fields}
+	return t, rv, err
 }
