@@ -136,7 +136,13 @@ func Get(ctx context.Context, q store.Querier, repo, id string) (Patch, error) {
 	if !ok {
 		return Patch{}, fault.New(fault.NotFound, "no patch %s", id)
 	}
-	if err := fill(ctx, q, []*Patch{&p}, true); err != nil {
+	if p.Revisions, err = Revisions(ctx, q, repo, id); err != nil {
+		return Patch{}, err
+	}
+	if p.Issues, err = Issues(ctx, q, repo, id); err != nil {
+		return Patch{}, err
+	}
+	if p.Reviews, err = Reviews(ctx, q, repo, id); err != nil {
 		return Patch{}, err
 	}
 	return p, nil
@@ -173,11 +179,12 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 		args = append(args, repo, id)
 	}
 	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, "SELECT "+patchCols+" FROM patches WHERE "+where+" ORDER BY seq DESC LIMIT ?", args...)
+	page := "FROM patches WHERE " + where + " ORDER BY seq DESC LIMIT ?"
+	rows, err := q.QueryContext(ctx, "SELECT "+patchCols+" "+page, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list patches: %w", err)
 	}
-	var out []Patch
+	out := []Patch{}
 	for rows.Next() {
 		p, err := scanPatch(rows)
 		if err != nil {
@@ -191,41 +198,62 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 		return nil, fmt.Errorf("list patches: %w", err)
 	}
 	rows.Close()
-	ptrs := make([]*Patch, len(out))
+	if len(out) == 0 {
+		return out, nil
+	}
+	// The page's revisions and issues in one query each (the page's ids
+	// selected again inside it), not two queries per patch.
+	byID := make(map[string]*Patch, len(out))
 	for i := range out {
-		ptrs[i] = &out[i]
+		byID[out[i].ID] = &out[i]
 	}
-	if err := fill(ctx, q, ptrs, false); err != nil {
-		return nil, err
+	inPage := "WHERE repo = ? AND patch_id IN (SELECT id " + page + ")"
+	pageArgs := append([]any{repo}, args...)
+	err = each(ctx, q, "SELECT patch_id, number, commit_oid, base_commit, pusher, created_at FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
+		func(rows *sql.Rows) error {
+			var id string
+			var r Revision
+			if err := rows.Scan(&id, &r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt); err != nil {
+				return err
+			}
+			if p := byID[id]; p != nil {
+				p.Revisions = append(p.Revisions, r)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list patches: revisions: %w", err)
 	}
-	if out == nil {
-		out = []Patch{}
+	err = each(ctx, q, "SELECT patch_id, issue_id FROM patch_issues "+inPage+" ORDER BY patch_id, issue_id", pageArgs,
+		func(rows *sql.Rows) error {
+			var id, issue string
+			if err := rows.Scan(&id, &issue); err != nil {
+				return err
+			}
+			if p := byID[id]; p != nil {
+				p.Issues = append(p.Issues, issue)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list patches: issues: %w", err)
 	}
 	return out, nil
 }
 
-// fill loads revisions, issues and (when reviews is set) reviews of ps.
-func fill(ctx context.Context, q store.Querier, ps []*Patch, reviews bool) error {
-	for _, p := range ps {
-		revs, err := Revisions(ctx, q, p.Repo, p.ID)
-		if err != nil {
+// each runs query and calls fn on every row.
+func each(ctx context.Context, q store.Querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
 			return err
-		}
-		p.Revisions = revs
-		iss, err := Issues(ctx, q, p.Repo, p.ID)
-		if err != nil {
-			return err
-		}
-		p.Issues = iss
-		if reviews {
-			rs, err := Reviews(ctx, q, p.Repo, p.ID)
-			if err != nil {
-				return err
-			}
-			p.Reviews = rs
 		}
 	}
-	return nil
+	return rows.Err()
 }
 
 // Revisions returns the revisions of a patch in order, 1 first.

@@ -3,6 +3,7 @@ package patches
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,5 +103,55 @@ func TestLifecycle(t *testing.T) {
 	db.R().QueryRow("SELECT count(*) FROM events").Scan(&n)
 	if n != 4 { // created, 2 revisions, 1 merge
 		t.Errorf("%d events, want 4", n)
+	}
+}
+
+// List loads the revisions and issues of a whole page at once: each patch
+// must get its own, in order, and a patch beyond the page none.
+func TestListCarriesRevisionsAndIssues(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, b, c := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		for i, id := range []string{a, b, c} {
+			if _, err := Create(ctx, tx, New{Repo: "demo.git", ID: id, Title: "t", Author: "ada", Base: "main"}, now); err != nil {
+				return err
+			}
+			for r := 0; r <= i; r++ {
+				if _, _, err := AddRevision(ctx, tx, "demo.git", id, strings.Repeat(string(rune('1'+3*i+r)), 40), "b", "ada", now); err != nil {
+					return err
+				}
+			}
+			for _, iss := range []string{"dddd0000", "cccc0000"}[:i] {
+				if _, err := LinkIssue(ctx, tx, "demo.git", id, iss); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := List(ctx, db.R(), "demo.git", "open", 2, "")
+	if err != nil || len(ps) != 2 || ps[0].ID != c || ps[1].ID != b {
+		t.Fatalf("List = %+v, %v", ps, err)
+	}
+	for _, p := range ps {
+		want, err := Get(ctx, db.R(), "demo.git", p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(p.Revisions) != fmt.Sprint(want.Revisions) || fmt.Sprint(p.Issues) != fmt.Sprint(want.Issues) {
+			t.Errorf("List's %s: revisions %v issues %v; Get: %v %v", p.ID, p.Revisions, p.Issues, want.Revisions, want.Issues)
+		}
+	}
+	if len(ps[0].Revisions) != 3 || ps[0].Issues[0] != "cccc0000" || len(ps[1].Revisions) != 2 || len(ps[1].Issues) != 1 {
+		t.Errorf("List = %+v", ps)
+	}
+	ps, err = List(ctx, db.R(), "demo.git", "open", 2, b)
+	if err != nil || len(ps) != 1 || ps[0].ID != a || len(ps[0].Revisions) != 1 || len(ps[0].Issues) != 0 {
+		t.Errorf("List after %s = %+v, %v", b, ps, err)
 	}
 }
