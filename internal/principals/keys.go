@@ -16,6 +16,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -226,9 +227,9 @@ func (c Command) ForcedCommand(name string) (string, error) {
 	if err := CheckName(name); err != nil {
 		return "", err
 	}
-	cmd := shellQuote(c.Binary)
+	cmd := shellwords.Quote(c.Binary)
 	if c.Root != "" && c.Root != forge.DefaultDir {
-		cmd += " --root " + shellQuote(c.Root)
+		cmd += " --root " + shellwords.Quote(c.Root)
 	}
 	return cmd + " serve --as " + name, nil
 }
@@ -262,11 +263,4 @@ func WriteAuthorizedKeys(ctx context.Context, q store.Querier, c Command, w io.W
 		return fmt.Errorf("write authorized keys: %w", err)
 	}
 	return nil
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:=@,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

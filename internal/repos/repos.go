@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -113,7 +114,7 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 
 // Shim is the text of hook h: exec BINARY --root ROOT hook H.
 func Shim(binary, rootDir, hook string) string {
-	r := strings.NewReplacer("{{BINARY}}", ShellQuote(binary), "{{ROOT}}", ShellQuote(rootDir), "{{HOOK}}", hook)
+	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook)
 	return r.Replace(collab.HookShim)
 }
 
@@ -162,14 +163,6 @@ func Get(ctx context.Context, q store.Querier, key string) (Repo, error) {
 		return Repo{}, fmt.Errorf("read repository %s: %w", key, err)
 	}
 	return r, nil
-}
-
-// ShellQuote quotes s for a POSIX shell when it needs quoting.
-func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:=@,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
