@@ -382,12 +382,6 @@ func (env *Env) patchReview(c *cli.Context) error {
 	if c.IsSet("line") && c.Int("line") < 1 {
 		return fault.New(fault.Usage, "bad line %d: lines are numbered from 1", c.Int("line"))
 	}
-	if c.IsSet("line") && !c.IsSet("file") {
-		return fault.New(fault.Usage, "--line needs --file")
-	}
-	if verdicts[0] == review.Comment && !c.IsSet("body") {
-		return fault.New(fault.Usage, "a comment needs --body")
-	}
 	t, err := env.patchTarget(c, review.Need(verdicts[0]))
 	if err != nil {
 		return err
