@@ -14,6 +14,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -210,11 +211,8 @@ func Grants(ctx context.Context, q store.Querier, principal string) ([]Grant, er
 
 // Readable is a repository a principal can read, with its level.
 type Readable struct {
-	Name        string `json:"name"` // the key: org/foo.git
-	Public      bool   `json:"public"`
-	Description string `json:"description"`
-	CreatedAt   string `json:"created_at"`
-	Access      string `json:"access"`
+	repos.Repo
+	Access string `json:"access"`
 }
 
 // ReadableRepos lists the repositories principal can read, by name, as
@@ -225,25 +223,16 @@ func ReadableRepos(ctx context.Context, q store.Querier, principal string) ([]Re
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT name, public, description, created_at FROM repos ORDER BY name`)
+	all, err := repos.List(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("list repositories: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := []Readable{}
-	for rows.Next() {
-		var r Readable
-		if err := rows.Scan(&r.Name, &r.Public, &r.Description, &r.CreatedAt); err != nil {
-			return nil, fmt.Errorf("list repositories: %w", err)
-		}
+	for _, r := range all {
 		// A repository created between the two queries is left for next time.
 		if l := levels[r.Name]; l >= access.Read {
-			r.Access = l.String()
-			out = append(out, r)
+			out = append(out, Readable{Repo: r, Access: l.String()})
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list repositories: %w", err)
 	}
 	return out, nil
 }
