@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Generated ids are 40 hex characters, like a SHA-1 oid and a Gerrit Change-Id.
@@ -48,14 +49,7 @@ func Valid(s string) bool {
 func CheckPrefix(s string) (string, error) {
 	p := strings.ToLower(strings.TrimSpace(s))
 	if len(p) < MinPrefix || len(p) > MaxLen || !isHex(p) {
-		return "", fault.New(fault.Usage, "bad id %q: want 4 to 64 hex characters", clip(s))
+		return "", fault.New(fault.Usage, "bad id %q: want 4 to 64 hex characters", text.Clip(s))
 	}
 	return p, nil
-}
-
-func clip(s string) string {
-	if len(s) > 70 {
-		return s[:70] + "…"
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // MaxLen bounds a repository name.
@@ -21,7 +22,7 @@ const MaxLen = 255
 func Key(name string) (string, error) {
 	n := strings.TrimPrefix(name, "/")
 	bad := func(why string) error {
-		return fault.New(fault.Usage, "bad repository name %q: %s", clip(name), why)
+		return fault.New(fault.Usage, "bad repository name %q: %s", text.Clip(name), why)
 	}
 	if n == "" {
 		return "", bad("empty")
@@ -87,16 +88,4 @@ func Dir(reposDir, key string) (string, error) {
 func Inside(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
 }

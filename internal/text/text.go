@@ -23,3 +23,25 @@ func Check(what, v string, limit int) error {
 	}
 	return nil
 }
+
+// ClipLen is how much of a client's value a message quotes back.
+const ClipLen = 70
+
+// Clip shortens v for quoting in a one-line message: at most ClipLen bytes,
+// cut on a rune boundary and marked with "…", with control characters and
+// invalid UTF-8 shown as '?', so that a hostile value cannot break the line.
+func Clip(v string) string {
+	if len(v) > ClipLen {
+		cut := ClipLen
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, v)
+}

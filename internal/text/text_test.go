@@ -25,3 +25,18 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("a", 69) + "é" + "tail"
+	for _, tc := range []struct{ in, want string }{
+		{"short", "short"},
+		{"a\nb\x00c\x7f", "a?b?c?"},
+		{"bad \xff", "bad ?"},
+		{long, strings.Repeat("a", 69) + "…"},
+		{strings.Repeat("b", 80), strings.Repeat("b", 70) + "…"},
+	} {
+		if got := Clip(tc.in); got != tc.want {
+			t.Errorf("Clip(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
