@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab"
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -157,7 +158,7 @@ func Get(ctx context.Context, q store.Querier, key string) (Repo, error) {
 	err := q.QueryRowContext(ctx, "SELECT public, description, created_at FROM repos WHERE name = ?", key).
 		Scan(&r.Public, &r.Description, &r.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Repo{}, fault.New(fault.NotFound, "repository %s not found", reponame.Display(key))
+		return Repo{}, access.NotFound(key)
 	}
 	if err != nil {
 		return Repo{}, fmt.Errorf("read repository %s: %w", key, err)
