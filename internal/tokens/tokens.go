@@ -23,6 +23,7 @@ import (
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Prefix marks collab secrets, so that secret scanners and people can tell
@@ -60,7 +61,7 @@ func randomSecret(n int) string {
 // CheckName validates a token name.
 func CheckName(name string) error {
 	if !principals.ValidName(name) {
-		return fault.New(fault.Usage, "bad token name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
+		return fault.New(fault.Usage, "bad token name %q: want [a-z0-9][a-z0-9._-]{0,63}", text.Clip(name))
 	}
 	return nil
 }
@@ -271,11 +272,4 @@ func Logout(ctx context.Context, db *store.DB, cookie string) error {
 // CSRFEqual compares a form's CSRF token with the session's in constant time.
 func CSRFEqual(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}
-
-func clip(s string) string {
-	if len(s) > 70 {
-		return s[:70] + "…"
-	}
-	return s
 }

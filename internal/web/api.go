@@ -22,6 +22,7 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/review"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func (s *Server) apiSigningKey(w http.ResponseWriter, r *http.Request) error {
@@ -392,7 +393,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) error {
 	if afterS != "" {
 		after, err = strconv.ParseInt(afterS, 10, 64)
 		if err != nil || after < 0 {
-			return fault.New(fault.Usage, "bad after %q: want an event id", clip(afterS))
+			return fault.New(fault.Usage, "bad after %q: want an event id", text.Clip(afterS))
 		}
 	}
 	list, err := s.readable(r.Context(), principalOf(r))

@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // repoPath is the path of repository key's pages: each segment escaped,
@@ -410,7 +411,7 @@ func revisionParam(v string, p patches.Patch) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		return 0, fault.New(fault.Usage, "bad revision %q: revisions are numbered from 1", clip(v))
+		return 0, fault.New(fault.Usage, "bad revision %q: revisions are numbered from 1", text.Clip(v))
 	}
 	if n > len(p.Revisions) {
 		return 0, fault.New(fault.NotFound, "patch %s has no revision %d (it has %d)", p.ID, n, len(p.Revisions))
@@ -535,7 +536,7 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 		if v := strings.TrimSpace(r.PostFormValue(f.name)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return fault.New(fault.Usage, "bad %s %q", f.name, clip(v))
+				return fault.New(fault.Usage, "bad %s %q", f.name, text.Clip(v))
 			}
 			*f.dst = n
 		}

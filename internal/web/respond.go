@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 var errMethod = &fault.Error{Kind: fault.Usage, Msg: "method not allowed"}
@@ -212,7 +213,7 @@ func page(r *http.Request) (limit int, after string, err error) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return 0, "", fault.New(fault.Usage, "bad limit %q: want a positive number", clip(v))
+			return 0, "", fault.New(fault.Usage, "bad limit %q: want a positive number", text.Clip(v))
 		}
 		limit = min(n, MaxLimit)
 	}
@@ -227,14 +228,7 @@ func leaseToken(r *http.Request) (int64, bool, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
-		return 0, false, fault.New(fault.Usage, "bad X-Lease-Token %q: want a positive integer", clip(v))
+		return 0, false, fault.New(fault.Usage, "bad X-Lease-Token %q: want a positive integer", text.Clip(v))
 	}
 	return n, true, nil
-}
-
-func clip(s string) string {
-	if len(s) > 70 {
-		return s[:70] + "…"
-	}
-	return s
 }

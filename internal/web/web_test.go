@@ -24,6 +24,7 @@ import (
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 	"github.com/collab-forge/collab/internal/tokens"
 	"github.com/collab-forge/collab/internal/verbs"
 )
@@ -326,7 +327,7 @@ func TestAPI(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := f.do(tt.req)
 			if got.status != tt.status || !regexp.MustCompile(tt.want).MatchString(got.body) {
-				t.Fatalf("%s %s: got %d %s; want %d matching %q", tt.method, tt.path, got.status, clip(got.body), tt.status, tt.want)
+				t.Fatalf("%s %s: got %d %s; want %d matching %q", tt.method, tt.path, got.status, text.Clip(got.body), tt.status, tt.want)
 			}
 			if strings.HasPrefix(tt.path, "/api/") && !strings.HasPrefix(got.header.Get("Content-Type"), "application/json") {
 				t.Errorf("Content-Type %q", got.header.Get("Content-Type"))
@@ -417,7 +418,7 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 
 	// Anonymous: public pages, no private ones, no forms.
 	if st, body := get(t, c, u+"/"); st != 200 || !strings.Contains(body, "org/demo") || strings.Contains(body, "secret") {
-		t.Fatalf("/ anonymous: %d %s", st, clip(body))
+		t.Fatalf("/ anonymous: %d %s", st, text.Clip(body))
 	}
 	if st, _ := get(t, c, u+"/secret/-/issues"); st != 404 {
 		t.Fatalf("private page anonymous: %d", st)
@@ -487,7 +488,7 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 		t.Fatalf("close: %d", res.StatusCode)
 	}
 	if _, body := get(t, c, u+loc); !strings.Contains(body, "<em>web</em>") || !strings.Contains(body, `id="reopen"`) {
-		t.Fatalf("issue page after comment and close: %s", clip(body))
+		t.Fatalf("issue page after comment and close: %s", text.Clip(body))
 	}
 	// Reviews from the patch page's form, inline ones too.
 	pp := u + "/org/demo/-/patches/" + f.patch
@@ -507,14 +508,14 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 		t.Fatalf("inline review: %d", res.StatusCode)
 	}
 	if _, body := get(t, c, u+res.Header.Get("Location")); !strings.Contains(body, `class="inline-comment"`) || !strings.Contains(body, "<em>two</em>") {
-		t.Fatalf("inline comment not under its line: %s", clip(body))
+		t.Fatalf("inline comment not under its line: %s", text.Clip(body))
 	}
 	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"approve"}, "body": {"ok"}, "csrf": {csrf}}, nil)
 	if res.StatusCode != 303 {
 		t.Fatalf("approve: %d", res.StatusCode)
 	}
 	if _, body := get(t, c, pp); !strings.Contains(body, "approved by alice") {
-		t.Fatalf("summary after approve: %s", clip(body))
+		t.Fatalf("summary after approve: %s", text.Clip(body))
 	}
 
 	// The API ignores the cookie: a browser session cannot write there.
@@ -580,11 +581,11 @@ func TestPages(t *testing.T) {
 		t.Run(tt.path, func(t *testing.T) {
 			st, body := get(t, c, u+tt.path)
 			if st != tt.status {
-				t.Fatalf("status %d, want %d: %s", st, tt.status, clip(body))
+				t.Fatalf("status %d, want %d: %s", st, tt.status, text.Clip(body))
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(body, w) {
-					t.Errorf("page lacks %q: %s", w, clip(body))
+					t.Errorf("page lacks %q: %s", w, text.Clip(body))
 				}
 			}
 		})
@@ -640,7 +641,7 @@ func TestAPIMatchesVerbs(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", c.path, res.status, res.body)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("GET %s differs from %s --json:\n api: %s\nverb: %s", c.path, c.verb, clip(res.body), clip(out.String()))
+			t.Errorf("GET %s differs from %s --json:\n api: %s\nverb: %s", c.path, c.verb, text.Clip(res.body), text.Clip(out.String()))
 		}
 	}
 	// A posted review is the object `patch review --json` prints.
