@@ -113,22 +113,24 @@ func Run(ctx context.Context, r *Request) int {
 	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
 		return refuse(err)
 	}
-	if len(words) == 0 {
-		if err := greet(ctx, r, db); err != nil {
-			return refuse(err)
+	if len(words) > 0 {
+		if prog, ok := gitProgram(words); ok {
+			return runGit(ctx, r, db, log, prog, words, start, refuse)
 		}
-		log.InfoContext(ctx, "ssh greeting", "OUTCOME", "ok", "DURATION_MS", time.Since(start).Milliseconds())
-		return 0
-	}
-	if prog, ok := gitProgram(words); ok {
-		return runGit(ctx, r, db, log, prog, words, start, refuse)
-	}
-	if strings.HasPrefix(words[0], "git-") || words[0] == "git" {
-		return refuse(fault.New(fault.Usage, "unknown git command %q: only git-upload-pack, git-receive-pack and git-upload-archive are served", clip(strings.Join(first2(words), " "))))
+		if strings.HasPrefix(words[0], "git-") || words[0] == "git" {
+			return refuse(fault.New(fault.Usage, "unknown git command %q: only git-upload-pack, git-receive-pack and git-upload-archive are served", clip(strings.Join(first2(words), " "))))
+		}
 	}
 	env, err := verbEnv(ctx, r, db, log)
 	if err != nil {
 		return refuse(err)
+	}
+	if len(words) == 0 {
+		if err := greet(ctx, env); err != nil {
+			return refuse(err)
+		}
+		log.InfoContext(ctx, "ssh greeting", "OUTCOME", "ok", "DURATION_MS", time.Since(start).Milliseconds())
+		return 0
 	}
 	attrs := []any{"verb", strings.Join(first2(words), " ")}
 	if key := verbRepo(verbs.App(env), words); key != "" {
@@ -399,17 +401,13 @@ func verbEnv(ctx context.Context, r *Request, db *store.DB, log *slog.Logger) (*
 
 // greet answers an interactive login the way gitolite's info does: who you
 // are, and what you may do where.
-func greet(ctx context.Context, r *Request, db *store.DB) error {
-	rs, err := principals.ReadableRepos(ctx, db.R(), r.Principal)
-	if err != nil {
-		return err
-	}
-	sshURL, err := store.Setting(ctx, db.R(), forge.SettingSSH)
+func greet(ctx context.Context, env *verbs.Env) error {
+	rs, err := principals.ReadableRepos(ctx, env.DB.R(), env.Principal)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "hello %s, this is collab; you have no shell here.\n\n", r.Principal)
+	fmt.Fprintf(&b, "hello %s, this is collab; you have no shell here.\n\n", env.Principal)
 	if len(rs) == 0 {
 		b.WriteString("You cannot read any repository yet; ask the forge's admin for a grant.\n")
 	} else {
@@ -418,18 +416,12 @@ func greet(ctx context.Context, r *Request, db *store.DB) error {
 			fmt.Fprintf(&b, "  %-6s %s\n", repo.Access, reponame.Display(repo.Name))
 		}
 	}
-	url := r.URL
-	if url == "" {
-		if url, err = store.Setting(ctx, db.R(), forge.SettingURL); err != nil {
-			return err
-		}
-	}
 	fmt.Fprintf(&b, "\nVerbs (%s VERB …): whoami, repo list, issue, lease, patch, hooks commit-msg, token; 'help' lists them.\n",
-		push.SSHCommand(sshURL, url))
-	if len(rs) > 0 && sshURL != "" {
-		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(sshURL, rs[0].Name))
+		push.SSHCommand(env.SSH, env.URL))
+	if len(rs) > 0 && env.SSH != "" {
+		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(env.SSH, rs[0].Name))
 	}
-	_, err = io.WriteString(r.Stdout, b.String())
+	_, err = io.WriteString(env.Stdout, b.String())
 	return err
 }
 
