@@ -1,9 +1,11 @@
 // Package issues keeps issues and their comments.
 //
 // Writers take the caller's write transaction (store.Querier) so that a
-// change and its event commit together; readers take any Querier. Access
-// checks and lease fencing are the caller's (internal/verbs, the web API),
-// made in the same transaction through leases.Fence and leases.LiveHolder.
+// change and its event commit together; readers take any Querier. Change
+// applies the rule of who may close, reopen or retitle (MayChange) and the
+// lease fence; for the other writers access checks and fencing are the
+// caller's (internal/verbs, the web API, the push hooks), made in the same
+// transaction through leases.Fence and leases.LiveHolder.
 package issues
 
 import (
