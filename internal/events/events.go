@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/store"
@@ -57,4 +58,39 @@ func Emit(ctx context.Context, tx store.Querier, kind, repo, actor string, at ti
 		return 0, fmt.Errorf("record %s event: %w", kind, err)
 	}
 	return res.LastInsertId()
+}
+
+// List returns up to limit events after id after, oldest first, of the
+// repositories in repos (an empty list gives none).
+func List(ctx context.Context, q store.Querier, after int64, repos []string, limit int) ([]Event, error) {
+	out := []Event{}
+	if len(repos) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(repos)+2)
+	args = append(args, after)
+	for _, r := range repos {
+		args = append(args, r)
+	}
+	args = append(args, limit)
+	marks := strings.Repeat(",?", len(repos))[1:]
+	rows, err := q.QueryContext(ctx, `SELECT id, event, repo, actor, at, data FROM events
+		WHERE id > ? AND repo IN (`+marks+`) ORDER BY id LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e Event
+		var data string
+		if err := rows.Scan(&e.ID, &e.Event, &e.Repo, &e.Actor, &e.At, &data); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		e.Data = json.RawMessage(data)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return out, nil
 }

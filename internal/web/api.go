@@ -400,33 +400,13 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := []events.Event{}
-	if len(list) > 0 {
-		args := []any{after}
-		marks := make([]string, len(list))
-		for i, rp := range list {
-			marks[i] = "?"
-			args = append(args, rp.Name)
-		}
-		args = append(args, limit)
-		rows, err := s.cfg.DB.R().QueryContext(r.Context(), `SELECT id, event, repo, actor, at, data FROM events
-			WHERE id > ? AND repo IN (`+strings.Join(marks, ",")+`) ORDER BY id LIMIT ?`, args...)
-		if err != nil {
-			return fmt.Errorf("list events: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var e events.Event
-			var data string
-			if err := rows.Scan(&e.ID, &e.Event, &e.Repo, &e.Actor, &e.At, &data); err != nil {
-				return fmt.Errorf("list events: %w", err)
-			}
-			e.Data = []byte(data)
-			out = append(out, e)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list events: %w", err)
-		}
+	names := make([]string, len(list))
+	for i, rp := range list {
+		names[i] = rp.Name
+	}
+	out, err := events.List(r.Context(), s.cfg.DB.R(), after, names, limit)
+	if err != nil {
+		return err
 	}
 	if len(out) > 0 {
 		setNext(w, r, len(out), limit, strconv.FormatInt(out[len(out)-1].ID, 10))
