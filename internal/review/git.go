@@ -15,6 +15,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func gitCmd(ctx context.Context, repoDir string, args ...string) *exec.Cmd {
@@ -27,7 +28,7 @@ func gitCmd(ctx context.Context, repoDir string, args ...string) *exec.Cmd {
 // it in the form git uses (slash-separated, relative to the top).
 func CleanPath(p string) (string, error) {
 	bad := func(why string) error {
-		return fault.New(fault.Usage, "bad file %q: %s", clip(p), why)
+		return fault.New(fault.Usage, "bad file %q: %s", text.Clip(p), why)
 	}
 	if p == "" {
 		return "", bad("empty")
@@ -162,7 +163,7 @@ func countLines(ctx context.Context, repoDir, oid string) (n int, binary bool, e
 func resolveCommit(ctx context.Context, repoDir, s string) (string, error) {
 	c := strings.ToLower(strings.TrimSpace(s))
 	if len(c) < 4 || len(c) > 64 || strings.Trim(c, "0123456789abcdef") != "" {
-		return "", fault.New(fault.Usage, "bad commit %q: want a hex object id", clip(s))
+		return "", fault.New(fault.Usage, "bad commit %q: want a hex object id", text.Clip(s))
 	}
 	oid, ok, err := git.Repo{Dir: repoDir}.ResolveRef(ctx, c)
 	if err != nil {

@@ -234,11 +234,11 @@ func parseLeaseToken(s string) (*leaseFence, error) {
 	}
 	n, err := strconv.ParseInt(tok, 10, 64)
 	if err != nil || n <= 0 {
-		return nil, fault.New(fault.Usage, "bad lease token %q: want N or ISSUE:N with N a positive integer", clip(s))
+		return nil, fault.New(fault.Usage, "bad lease token %q: want N or ISSUE:N with N a positive integer", text.Clip(s))
 	}
 	if named {
 		if _, err := ids.CheckPrefix(issue); err != nil {
-			return nil, fault.New(fault.Usage, "bad lease token %q: want N or ISSUE:N with ISSUE an issue id", clip(s))
+			return nil, fault.New(fault.Usage, "bad lease token %q: want N or ISSUE:N with ISSUE an issue id", text.Clip(s))
 		}
 	}
 	return &leaseFence{issuePrefix: issue, token: n}, nil
@@ -262,13 +262,6 @@ func (f *leaseFence) issue(ctx context.Context, q store.Querier, repo, patchID s
 	default:
 		return "", fault.New(fault.Usage, "lease token %d is ambiguous: patch %s links %d issues; give %sISSUE:%d", f.token, patchID, len(linked), w.token(), f.token)
 	}
-}
-
-func clip(s string) string {
-	if len(s) > 70 {
-		return s[:70] + "…"
-	}
-	return s
 }
 
 // SetState closes (patches.Closed) or reopens (patches.Open) a patch for
