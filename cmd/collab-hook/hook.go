@@ -47,8 +47,13 @@ func runHook(c *cli.Context, name string) error {
 	}
 	log, closeLog := journal.Open(root.Dir)
 	defer closeLog()
+	var key string // REPO on every entry once the repository is known
 	fail := func(err error) error {
-		log.Error(name, "PRINCIPAL", push.Principal(), "OUTCOME", "error", "error", err.Error())
+		l := log
+		if key != "" {
+			l = l.With("REPO", key)
+		}
+		l.Error(name, "PRINCIPAL", push.Principal(), "OUTCOME", "error", "error", err.Error())
 		fmt.Fprintf(os.Stderr, "collab: %s\n", fault.Public(err))
 		return cli.Exit("", 1)
 	}
