@@ -7,6 +7,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 const amendHint = "fix the last paragraph of the message with git commit --amend and push again"
@@ -28,15 +29,15 @@ func CheckTip(c git.Commit) error {
 	case len(c.Patch) == 1:
 		v := c.Patch[0]
 		if strings.Trim(v, "0") == "" && v != "" {
-			return fault.New(fault.Usage, "commit %s: Patch: %s is all zeros; remove the line so the commit-msg hook makes a new id, or %s", short, clip(v), amendHint)
+			return fault.New(fault.Usage, "commit %s: Patch: %s is all zeros; remove the line so the commit-msg hook makes a new id, or %s", short, text.Clip(v), amendHint)
 		}
 		if !ids.Valid(v) {
-			return fault.New(fault.Usage, "commit %s: Patch: %q is not a patch id (8 to 64 lowercase hex characters); %s", short, clip(v), amendHint)
+			return fault.New(fault.Usage, "commit %s: Patch: %q is not a patch id (8 to 64 lowercase hex characters); %s", short, text.Clip(v), amendHint)
 		}
 	}
 	for _, f := range c.Fixes {
 		if _, err := ids.CheckPrefix(f); err != nil || f != strings.ToLower(f) {
-			return fault.New(fault.Usage, "commit %s: Fixes: %q is not an issue id (4 to 64 hex characters); %s", short, clip(f), amendHint)
+			return fault.New(fault.Usage, "commit %s: Fixes: %q is not an issue id (4 to 64 hex characters); %s", short, text.Clip(f), amendHint)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // KnownOptions are the push options collab understands, as the refusal of
@@ -52,7 +53,7 @@ func ParseOptions(raw []string) (Options, error) {
 			value = "true"
 		}
 		if !utf8.ValidString(value) || strings.ContainsRune(value, 0) {
-			return Options{}, fault.New(fault.Usage, "push option %s: value is not valid UTF-8 text", clip(name))
+			return Options{}, fault.New(fault.Usage, "push option %s: value is not valid UTF-8 text", text.Clip(name))
 		}
 		need := func() error {
 			if !hasValue || value == "" {
@@ -82,7 +83,7 @@ func ParseOptions(raw []string) (Options, error) {
 		case "draft":
 			b, err := strconv.ParseBool(value)
 			if err != nil {
-				return Options{}, fault.New(fault.Usage, "push option draft=%s: want true or false", clip(value))
+				return Options{}, fault.New(fault.Usage, "push option draft=%s: want true or false", text.Clip(value))
 			}
 			o.Draft = &b
 		case "patch":
@@ -91,7 +92,7 @@ func ParseOptions(raw []string) (Options, error) {
 			}
 			p, err := ids.CheckPrefix(value)
 			if err != nil {
-				return Options{}, fault.New(fault.Usage, "push option patch=%s: want a patch id (4 to 64 hex characters)", clip(value))
+				return Options{}, fault.New(fault.Usage, "push option patch=%s: want a patch id (4 to 64 hex characters)", text.Clip(value))
 			}
 			o.Patch = p
 		case "fixes":
@@ -100,7 +101,7 @@ func ParseOptions(raw []string) (Options, error) {
 			}
 			p, err := ids.CheckPrefix(value)
 			if err != nil {
-				return Options{}, fault.New(fault.Usage, "push option fixes=%s: want an issue id (4 to 64 hex characters)", clip(value))
+				return Options{}, fault.New(fault.Usage, "push option fixes=%s: want an issue id (4 to 64 hex characters)", text.Clip(value))
 			}
 			o.Fixes = append(o.Fixes, p)
 		case "lease":
@@ -113,14 +114,14 @@ func ParseOptions(raw []string) (Options, error) {
 			}
 			o.Leases = append(o.Leases, l)
 		default:
-			return Options{}, fault.New(fault.Usage, "unknown push option %q; known options: %s", clip(name), KnownOptions)
+			return Options{}, fault.New(fault.Usage, "unknown push option %q; known options: %s", text.Clip(name), KnownOptions)
 		}
 	}
 	return o, nil
 }
 
 func parseLease(v string) (Lease, error) {
-	bad := fault.New(fault.Usage, "push option lease=%s: want lease=TOKEN or lease=ISSUE:TOKEN", clip(v))
+	bad := fault.New(fault.Usage, "push option lease=%s: want lease=TOKEN or lease=ISSUE:TOKEN", text.Clip(v))
 	issue, tok, ok := strings.Cut(v, ":")
 	if !ok {
 		issue, tok = "", v
@@ -160,11 +161,4 @@ func EnvOptions() []string {
 		out = append(out, os.Getenv(fmt.Sprintf("GIT_PUSH_OPTION_%d", i)))
 	}
 	return out
-}
-
-func clip(s string) string {
-	if len(s) > 60 {
-		s = s[:60] + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
 }

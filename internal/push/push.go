@@ -25,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // PrincipalEnv names the variable through which serve hands hooks the
@@ -108,7 +109,7 @@ func ReadUpdates(r io.Reader) ([]Update, error) {
 			continue
 		}
 		if len(f) != 3 || !git.IsOID(f[0]) || !git.IsOID(f[1]) {
-			return nil, fmt.Errorf("bad ref update line %q", clip(sc.Text()))
+			return nil, fmt.Errorf("bad ref update line %q", text.Clip(sc.Text()))
 		}
 		us = append(us, Update{Old: f[0], New: f[1], Ref: f[2]})
 	}
