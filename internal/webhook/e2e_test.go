@@ -49,6 +49,44 @@ type site struct {
 	logs bytes.Buffer
 }
 
+// startSite makes a forge with repository demo and principal ada holding
+// level on it, and starts collab-web on it; a failing test shows its log.
+func startSite(t *testing.T, level string) *site {
+	t.Helper()
+	s := &site{t: t, bin: binaries(t), root: filepath.Join(t.TempDir(), "root"), addr: freeAddr(t)}
+	s.hook("init", "--url", "http://forge.test")
+	s.hook("repo", "create", "demo")
+	s.hook("user", "add", "ada")
+	s.hook("grant", "ada", "demo", level)
+	s.start()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("collab-web log:\n%s", s.logs.String())
+		}
+	})
+	return s
+}
+
+// signingKey fetches the key collab-web publishes for webhook signatures.
+func (s *site) signingKey() ed25519.PublicKey {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.addr + "/api/v1/signing-key")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var published struct {
+		Algorithm string `json:"algorithm"`
+		PublicKey string `json:"public_key"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&published)
+	resp.Body.Close()
+	pub, _ := base64.StdEncoding.DecodeString(published.PublicKey)
+	if err != nil || published.Algorithm != "ed25519" || len(pub) != ed25519.PublicKeySize {
+		s.t.Fatalf("signing key %+v: %v", published, err)
+	}
+	return pub
+}
+
 func (s *site) hook(args ...string) string {
 	s.t.Helper()
 	cmd := exec.Command(filepath.Join(s.bin, "collab-hook"), append([]string{"--root", s.root}, args...)...)
@@ -110,32 +148,8 @@ func freeAddr(t *testing.T) string {
 // announces a lease that expired while it was down exactly once. The
 // receiver verifies signatures with the key collab-web publishes.
 func TestCollabWebKilledMidDelivery(t *testing.T) {
-	s := &site{t: t, bin: binaries(t), root: filepath.Join(t.TempDir(), "root"), addr: freeAddr(t)}
-	s.hook("init", "--url", "http://forge.test")
-	s.hook("repo", "create", "demo")
-	s.hook("user", "add", "ada")
-	s.hook("grant", "ada", "demo", "write")
-	s.start()
-	defer func() {
-		if t.Failed() {
-			t.Logf("collab-web log:\n%s", s.logs.String())
-		}
-	}()
-
-	resp, err := http.Get("http://" + s.addr + "/api/v1/signing-key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var published struct {
-		Algorithm string `json:"algorithm"`
-		PublicKey string `json:"public_key"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&published)
-	resp.Body.Close()
-	pub, _ := base64.StdEncoding.DecodeString(published.PublicKey)
-	if err != nil || published.Algorithm != "ed25519" || len(pub) != ed25519.PublicKeySize {
-		t.Fatalf("signing key %+v: %v", published, err)
-	}
+	s := startSite(t, "write")
+	pub := s.signingKey()
 
 	// The receiver holds its 6th request until collab-web is dead.
 	rc := &receiver{t: t, pub: pub}
@@ -267,31 +281,9 @@ func git(t *testing.T, home, dir string, args ...string) string {
 // published key, in the order of the log (patch.created before its
 // revision.pushed), each exactly once.
 func TestEveryKindFromRealVerbs(t *testing.T) {
-	s := &site{t: t, bin: binaries(t), root: filepath.Join(t.TempDir(), "root"), addr: freeAddr(t)}
-	s.hook("init", "--url", "http://forge.test")
-	s.hook("repo", "create", "demo")
-	s.hook("user", "add", "ada")
-	s.hook("grant", "ada", "demo", "admin")
-	s.start()
+	s := startSite(t, "admin")
 	defer s.kill()
-	defer func() {
-		if t.Failed() {
-			t.Logf("collab-web log:\n%s", s.logs.String())
-		}
-	}()
-	resp, err := http.Get("http://" + s.addr + "/api/v1/signing-key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var published struct {
-		PublicKey string `json:"public_key"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&published)
-	resp.Body.Close()
-	pub, _ := base64.StdEncoding.DecodeString(published.PublicKey)
-	if err != nil || len(pub) != ed25519.PublicKeySize {
-		t.Fatalf("signing key %q: %v", published.PublicKey, err)
-	}
+	pub := s.signingKey()
 	rc := &receiver{t: t, pub: pub}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
