@@ -232,21 +232,6 @@ func load(ctx context.Context, db *store.DB, repo string, now time.Time) ([]*rec
 	return append(recs, ps...), skipped, nil
 }
 
-// each runs fn on every row of query.
-func each(ctx context.Context, q store.Querier, query string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // loadIssues reads the issues of repo with their comments, tenures and
 // links, and returns the function that turns them into records, to be run
 // once the read transaction is over.
@@ -260,7 +245,7 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	var order []*issueRec
 	skipped := 0
 	args := []any{repo}
-	err := each(ctx, q, `SELECT id, title, body, state, author, created_at, updated_at, closed_at
+	err := store.Each(ctx, q, `SELECT id, title, body, state, author, created_at, updated_at, closed_at
 		FROM issues WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var i Issue
 		var closed sql.NullString
@@ -280,7 +265,7 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	if err != nil {
 		return nil, 0, fmt.Errorf("read issues of %s: %w", repo, err)
 	}
-	err = each(ctx, q, `SELECT issue_id, id, author, body, created_at
+	err = store.Each(ctx, q, `SELECT issue_id, id, author, body, created_at
 		FROM comments WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var issue string
 		var c Comment
@@ -296,7 +281,7 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 		return nil, 0, fmt.Errorf("read comments of %s: %w", repo, err)
 	}
 	nowText := store.FormatTime(now)
-	err = each(ctx, q, `SELECT issue_id, token, holder, acquired_at, expires_at, ended_at, end_reason
+	err = store.Each(ctx, q, `SELECT issue_id, token, holder, acquired_at, expires_at, ended_at, end_reason
 		FROM tenures WHERE repo = ? ORDER BY issue_id, token`, args, func(rows *sql.Rows) error {
 		var issue string
 		var t Tenure
@@ -318,7 +303,7 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	if err != nil {
 		return nil, 0, fmt.Errorf("read lease tenures of %s: %w", repo, err)
 	}
-	err = each(ctx, q, `SELECT pi.issue_id, pi.patch_id FROM patch_issues pi
+	err = store.Each(ctx, q, `SELECT pi.issue_id, pi.patch_id FROM patch_issues pi
 		JOIN patches p ON p.repo = pi.repo AND p.id = pi.patch_id
 		WHERE pi.repo = ? ORDER BY p.seq`, args, func(rows *sql.Rows) error {
 		var issue, patch string
@@ -379,7 +364,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	var order []*patchRec
 	skipped := 0
 	args := []any{repo}
-	err := each(ctx, q, `SELECT id, title, description, topic, draft, state, author, base,
+	err := store.Each(ctx, q, `SELECT id, title, description, topic, draft, state, author, base,
 		created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at
 		FROM patches WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var p Patch
@@ -404,7 +389,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	if err != nil {
 		return nil, 0, fmt.Errorf("read patches of %s: %w", repo, err)
 	}
-	err = each(ctx, q, `SELECT patch_id, number, commit_oid, base_commit, pusher, created_at
+	err = store.Each(ctx, q, `SELECT patch_id, number, commit_oid, base_commit, pusher, created_at
 		FROM revisions WHERE repo = ? ORDER BY patch_id, number`, args, func(rows *sql.Rows) error {
 		var patch string
 		var v Revision
@@ -419,7 +404,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	if err != nil {
 		return nil, 0, fmt.Errorf("read revisions of %s: %w", repo, err)
 	}
-	err = each(ctx, q, `SELECT patch_id, id, revision, author, verdict, body, file, line, created_at
+	err = store.Each(ctx, q, `SELECT patch_id, id, revision, author, verdict, body, file, line, created_at
 		FROM reviews WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var patch string
 		var v Review
@@ -440,7 +425,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	if err != nil {
 		return nil, 0, fmt.Errorf("read reviews of %s: %w", repo, err)
 	}
-	err = each(ctx, q, `SELECT patch_id, kind, actor, at FROM patch_events WHERE repo = ? ORDER BY seq`,
+	err = store.Each(ctx, q, `SELECT patch_id, kind, actor, at FROM patch_events WHERE repo = ? ORDER BY seq`,
 		args, func(rows *sql.Rows) error {
 			var patch string
 			var v StateChange
@@ -455,7 +440,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	if err != nil {
 		return nil, 0, fmt.Errorf("read patch state changes of %s: %w", repo, err)
 	}
-	err = each(ctx, q, `SELECT patch_id, issue_id FROM patch_issues WHERE repo = ? ORDER BY patch_id, issue_id`,
+	err = store.Each(ctx, q, `SELECT patch_id, issue_id FROM patch_issues WHERE repo = ? ORDER BY patch_id, issue_id`,
 		args, func(rows *sql.Rows) error {
 			var patch, issue string
 			if err := rows.Scan(&patch, &issue); err != nil {

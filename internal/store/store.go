@@ -137,6 +137,22 @@ func (db *DB) Path() string { return db.path }
 // blocks behind a writer (WAL).
 func (db *DB) R() *sql.DB { return db.r }
 
+// Each runs query with args on q and calls fn on every row, stopping at
+// the first error.
+func Each(ctx context.Context, q Querier, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // Write runs fn in one BEGIN IMMEDIATE transaction and commits it, or rolls
 // back when fn fails. Every change and the event it emits go through here.
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
