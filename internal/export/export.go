@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/flock"
+	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -54,8 +55,6 @@ const unpackLimit = 100
 
 // packRefsLimit is how many moved refs make an export pack the refs.
 const packRefsLimit = 100
-
-const zeroOID = "0000000000000000000000000000000000000000"
 
 // Export brings the refs/collab/ records of repo (a repository key) in the
 // bare repository gitDir up to date with the database. A record whose tree
@@ -114,7 +113,7 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 		}
 		oldOID := old.commit
 		if !had {
-			oldOID = zeroOID
+			oldOID = git.ZeroOID
 		}
 		fmt.Fprintf(&updates, "update %s %s %s\n", r.ref, c.oid, oldOID)
 		res.Updated = append(res.Updated, r.ref)
