@@ -280,11 +280,8 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	now := e.Now()
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
 		res = received{}
-		level, err := access.Of(ctx, tx, e.Principal, e.Repo)
-		if err != nil {
-			return err
-		}
 		var id string
+		var err error
 		switch {
 		case len(tip.Patch) == 1:
 			id = tip.Patch[0]
@@ -348,7 +345,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 			res.created = true
 		}
 		res.patch = p
-		named, err := e.linkIssues(ctx, tx, id, append(append([]string{}, opts.Fixes...), tip.Fixes...), opts.Leases, level, now)
+		named, err := e.linkIssues(ctx, tx, id, append(append([]string{}, opts.Fixes...), tip.Fixes...), opts.Leases, now)
 		if err != nil {
 			return err
 		}
@@ -393,9 +390,10 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 
 // linkIssues resolves the issues a push names (fixes= options and Fixes:
 // trailers), refuses to link one whose live lease another principal holds
-// (unless the pusher is a repository admin), checks -o lease= tokens
-// against the current tenure, and links them all, inside tx.
-func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, prefixes []string, ls []Lease, level access.Level, now time.Time) ([]string, error) {
+// (unless the pusher is a repository admin, which is looked up only then),
+// checks -o lease= tokens against the current tenure, and links them all,
+// inside tx.
+func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, prefixes []string, ls []Lease, now time.Time) ([]string, error) {
 	var named []string
 	seen := map[string]bool{}
 	for _, p := range prefixes {
@@ -416,7 +414,14 @@ func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, 
 		if err != nil {
 			return nil, err
 		}
-		if holder != "" && holder != e.Principal && level < access.Admin {
+		if holder == "" || holder == e.Principal {
+			continue
+		}
+		level, err := access.Of(ctx, tx, e.Principal, e.Repo)
+		if err != nil {
+			return nil, err
+		}
+		if level < access.Admin {
 			return nil, fault.New(fault.Conflict, "issue %s is leased by %s; only the holder or a repository admin may link it", id, holder).
 				With("holder", holder)
 		}
