@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -69,7 +70,9 @@ func configCommand() *cli.Command {
 						return err
 					}
 					return withDB(c, func(root forge.Root, db *store.DB) error {
-						return store.SetSetting(c.Context, db.R(), c.Args().Get(0), c.Args().Get(1))
+						return db.Write(c.Context, func(tx *sql.Tx) error {
+							return store.SetSetting(c.Context, tx, c.Args().Get(0), c.Args().Get(1))
+						})
 					})
 				},
 			},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"database/sql"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -94,18 +95,23 @@ func Init(ctx context.Context, r Root, settings map[string]string) error {
 		if err := CheckSetting(k, v); err != nil {
 			return err
 		}
-		if err := store.SetSetting(ctx, db.R(), k, v); err != nil {
+	}
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		for k, v := range settings {
+			if v == "" {
+				continue
+			}
+			if err := store.SetSetting(ctx, tx, k, v); err != nil {
+				return err
+			}
+		}
+		// Pushers are always shown a link; until the operator says where
+		// the web UI lives, it is collab-web's own default address.
+		if u, err := store.Setting(ctx, tx, SettingURL); err != nil || u != "" {
 			return err
 		}
-	}
-	// Pushers are always shown a link; until the operator says where the
-	// web UI lives, it is collab-web's own default address.
-	if u, err := store.Setting(ctx, db.R(), SettingURL); err != nil {
-		return err
-	} else if u == "" {
-		return store.SetSetting(ctx, db.R(), SettingURL, DefaultURL)
-	}
-	return nil
+		return store.SetSetting(ctx, tx, SettingURL, DefaultURL)
+	})
 }
 
 // DefaultURL is collab-web's default listen address as a URL.
