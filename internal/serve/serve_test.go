@@ -13,6 +13,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/repos"
@@ -35,19 +36,7 @@ const (
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	root, err := forge.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := forge.Init(ctx, root, map[string]string{"url": "http://forge.test", "ssh": "ssh://git@forge.test"}); err != nil {
-		t.Fatal(err)
-	}
-	db, err := root.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	ctx, root, db := forgetest.New(t, map[string]string{"url": "http://forge.test", "ssh": "ssh://git@forge.test"})
 	now := time.Now()
 	for _, r := range []struct {
 		name   string

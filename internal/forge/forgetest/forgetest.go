@@ -10,16 +10,16 @@ import (
 	"github.com/collab-forge/collab/internal/store"
 )
 
-// New initialises a forge root in t's temporary directory and opens its
-// database for the length of the test.
-func New(t testing.TB) (context.Context, forge.Root, *store.DB) {
+// New initialises a forge root in t's temporary directory with settings
+// (nil for none) and opens its database for the length of the test.
+func New(t testing.TB, settings map[string]string) (context.Context, forge.Root, *store.DB) {
 	t.Helper()
 	ctx := context.Background()
 	root, err := forge.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := forge.Init(ctx, root, nil); err != nil {
+	if err := forge.Init(ctx, root, settings); err != nil {
 		t.Fatal(err)
 	}
 	db, err := root.Open(ctx)
