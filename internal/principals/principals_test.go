@@ -68,7 +68,7 @@ func TestParseKey(t *testing.T) {
 
 func open(t *testing.T) *store.DB {
 	t.Helper()
-	ctx, _, db := forgetest.New(t, nil)
+	ctx, _, db := forgetest.New(t)
 	if _, err := db.R().ExecContext(ctx, `INSERT INTO repos(name, public, created_at) VALUES ('demo.git', 0, 'x'), ('pub.git', 1, 'x')`); err != nil {
 		t.Fatal(err)
 	}

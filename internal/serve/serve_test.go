@@ -36,7 +36,7 @@ const (
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	ctx, root, db := forgetest.New(t, map[string]string{"url": "http://forge.test", "ssh": "ssh://git@forge.test"})
+	ctx, root, db := forgetest.NewWith(t, map[string]string{"url": "http://forge.test", "ssh": "ssh://git@forge.test"})
 	now := time.Now()
 	for _, r := range []struct {
 		name   string

@@ -10,9 +10,15 @@ import (
 	"github.com/collab-forge/collab/internal/store"
 )
 
-// New initialises a forge root in t's temporary directory with settings
-// (nil for none) and opens its database for the length of the test.
-func New(t testing.TB, settings map[string]string) (context.Context, forge.Root, *store.DB) {
+// New initialises a forge root in t's temporary directory and opens its
+// database for the length of the test.
+func New(t testing.TB) (context.Context, forge.Root, *store.DB) {
+	t.Helper()
+	return NewWith(t, nil)
+}
+
+// NewWith is New with the root's settings (url, ssh) given to init.
+func NewWith(t testing.TB, settings map[string]string) (context.Context, forge.Root, *store.DB) {
 	t.Helper()
 	ctx := context.Background()
 	root, err := forge.New(t.TempDir())
