@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Key is a keys row.
@@ -72,7 +73,7 @@ func ParseKey(line string) (Key, error) {
 		return Key{}, bad(err.Error())
 	}
 	if pub.Type() != fields[0] {
-		return Key{}, bad(fmt.Sprintf("type %q does not match the key's %q", clip(fields[0]), pub.Type()))
+		return Key{}, bad(fmt.Sprintf("type %q does not match the key's %q", text.Clip(fields[0]), pub.Type()))
 	}
 	if _, ok := pub.(*ssh.Certificate); ok {
 		return Key{}, bad("certificates are not accepted; add the plain key")
@@ -138,7 +139,7 @@ func RemoveKey(ctx context.Context, db *store.DB, fingerprint string) (Key, erro
 			return err
 		}
 		if len(ks) == 0 {
-			return fault.New(fault.NotFound, "key %s not found", clip(fingerprint))
+			return fault.New(fault.NotFound, "key %s not found", text.Clip(fingerprint))
 		}
 		k = ks[0]
 		if _, err := tx.ExecContext(ctx, `DELETE FROM keys WHERE fingerprint = ?`, fingerprint); err != nil {
@@ -218,11 +219,11 @@ func (c Command) ForcedCommand(name string) (string, error) {
 		// The command sits inside command="…", where sshd only knows \" as
 		// an escape; refuse rather than escape what should never occur.
 		if strings.ContainsAny(p, "\"\\\n\r\x00") {
-			return "", fault.New(fault.Usage, "path %q cannot go into authorized_keys", clip(p))
+			return "", fault.New(fault.Usage, "path %q cannot go into authorized_keys", text.Clip(p))
 		}
 	}
 	if !strings.HasPrefix(c.Binary, "/") {
-		return "", fault.New(fault.Usage, "collab-hook path %q is not absolute", clip(c.Binary))
+		return "", fault.New(fault.Usage, "collab-hook path %q is not absolute", text.Clip(c.Binary))
 	}
 	if err := CheckName(name); err != nil {
 		return "", err

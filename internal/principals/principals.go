@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
@@ -16,6 +15,7 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // AllRepos is the grant target meaning every repository.
@@ -44,7 +44,7 @@ func ValidName(name string) bool {
 // a forced command, and the reserved ones.
 func CheckName(name string) error {
 	if !ValidName(name) {
-		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", clip(name))
+		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", text.Clip(name))
 	}
 	if name == access.Local {
 		return fault.New(fault.Usage, "principal name %q is reserved for pushes made on the server", name)
@@ -124,7 +124,7 @@ func List(ctx context.Context, q store.Querier) ([]Principal, error) {
 }
 
 func noPrincipal(name string) error {
-	return fault.New(fault.NotFound, "principal %s not found", clip(name))
+	return fault.New(fault.NotFound, "principal %s not found", text.Clip(name))
 }
 
 // Grant is one grants row.
@@ -235,16 +235,4 @@ func ReadableRepos(ctx context.Context, q store.Querier, principal string) ([]Re
 		}
 	}
 	return out, nil
-}
-
-func clip(s string) string {
-	if len(s) > 70 {
-		s = s[:70] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
 }

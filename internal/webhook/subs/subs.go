@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Subscription is one webhook: where to POST which events.
@@ -37,7 +38,7 @@ const MaxURLLen = 2048
 // CheckURL accepts absolute http and https URLs with a host. Loopback and
 // private addresses are allowed: subscriptions are made by the admin.
 func CheckURL(raw string) (string, error) {
-	bad := func(why string) error { return fault.New(fault.Usage, "bad webhook URL %q: %s", clip(raw), why) }
+	bad := func(why string) error { return fault.New(fault.Usage, "bad webhook URL %q: %s", text.Clip(raw), why) }
 	if raw == "" {
 		return "", bad("empty")
 	}
@@ -76,7 +77,7 @@ func CheckEvents(names []string) ([]string, error) {
 		for _, e := range strings.Split(n, ",") {
 			e = strings.TrimSpace(e)
 			if !slices.Contains(events.Kinds, e) {
-				return nil, fault.New(fault.Usage, "unknown event %q (known: %s)", clip(e), strings.Join(events.Kinds, ", "))
+				return nil, fault.New(fault.Usage, "unknown event %q (known: %s)", text.Clip(e), strings.Join(events.Kinds, ", "))
 			}
 			want[e] = true
 		}
@@ -118,7 +119,7 @@ func Add(ctx context.Context, db *store.DB, rawURL, repo string, kinds []string,
 		err := tx.QueryRowContext(ctx, `SELECT id FROM webhooks WHERE removed_at IS NULL
 			AND url = ? AND coalesce(repo, '') = ? AND events = ?`, s.URL, s.Repo, strings.Join(s.Events, ",")).Scan(&dup)
 		if err == nil {
-			return fault.New(fault.Conflict, "webhook %d already sends these events to %s", dup, clip(s.URL))
+			return fault.New(fault.Conflict, "webhook %d already sends these events to %s", dup, text.Clip(s.URL))
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("look for the same webhook: %w", err)
@@ -492,13 +493,6 @@ func advance(ctx context.Context, tx *sql.Tx, hookID, id int64) error {
 func nullable(s string) any {
 	if s == "" {
 		return nil
-	}
-	return s
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
 	}
 	return s
 }
