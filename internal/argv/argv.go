@@ -18,36 +18,46 @@ import (
 
 // Reorder returns args (without the program name) rearranged for app.
 func Reorder(app *cli.App, args []string) []string {
-	return reorder(app.Flags, app.Commands, args)
+	head, pos, dashdash := split(app.Flags, app.Commands, args)
+	return join(head, pos, dashdash)
 }
 
-func reorder(flags []cli.Flag, cmds []*cli.Command, args []string) []string {
-	var flagWords, pos []string
+// Positional returns the positional arguments app's parser will see for
+// args: what Reorder moves behind the flags.
+func Positional(app *cli.App, args []string) []string {
+	_, pos, _ := split(app.Flags, app.Commands, args)
+	return pos
+}
+
+// split sorts the words of one command level into those that go first
+// (flags with their values, and a subcommand's name followed by its own
+// head) and the positional words; dashdash reports a "--" in args.
+func split(flags []cli.Flag, cmds []*cli.Command, args []string) (head, pos []string, dashdash bool) {
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if w == "--" {
-			pos = append(pos, args[i+1:]...)
-			return join(flagWords, pos, true)
+			return head, append(pos, args[i+1:]...), true
 		}
 		if isFlag(w) {
-			flagWords = append(flagWords, w)
+			head = append(head, w)
 			if !strings.Contains(w, "=") && takesValue(flags, w) && i+1 < len(args) {
 				i++
-				flagWords = append(flagWords, args[i])
+				head = append(head, args[i])
 			}
 			continue
 		}
 		if len(pos) == 0 && len(cmds) > 0 {
-			out := append(flagWords, w)
+			head = append(head, w)
 			if c := find(cmds, w); c != nil {
-				return append(out, reorder(c.Flags, c.Subcommands, args[i+1:])...)
+				h, p, d := split(c.Flags, c.Subcommands, args[i+1:])
+				return append(head, h...), p, d
 			}
 			// Not a command: leave the rest for the parser to refuse.
-			return append(out, args[i+1:]...)
+			return append(head, args[i+1:]...), nil, false
 		}
 		pos = append(pos, w)
 	}
-	return join(flagWords, pos, false)
+	return head, pos, false
 }
 
 func join(flagWords, pos []string, dashdash bool) []string {

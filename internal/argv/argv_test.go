@@ -95,3 +95,19 @@ func TestStrict(t *testing.T) {
 		}
 	}
 }
+
+func TestPositional(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"repo create demo --public", "demo"},
+		{"issue new --title T demo --body B", "demo"},
+		{"issue new -- -x", "-x"},
+		{"issue new --title T -- --body", "--body"},
+		{"repo nope demo", ""},
+		{"issue new --json", ""},
+	} {
+		got := strings.Join(Positional(testApp(), strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("Positional(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

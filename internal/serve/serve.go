@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/argv"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/principals"
@@ -154,44 +155,11 @@ func verbRepo(app *cli.App, words []string) string {
 	if len(words) < 3 || !repoVerbs[words[0]] {
 		return ""
 	}
-	cmd := app.Command(words[0])
-	if cmd == nil {
+	pos := argv.Positional(app, words)
+	if len(pos) == 0 {
 		return ""
 	}
-	sub := cmd.Command(words[1])
-	if sub == nil {
-		return ""
-	}
-	rest := words[2:]
-	for i := 0; i < len(rest); i++ {
-		w := rest[i]
-		switch {
-		case w == "--":
-			if i+1 < len(rest) {
-				return keyOrEmpty(rest[i+1])
-			}
-			return ""
-		case len(w) > 1 && w[0] == '-':
-			if !strings.Contains(w, "=") && takesValue(sub.Flags, strings.TrimLeft(w, "-")) {
-				i++
-			}
-		default:
-			return keyOrEmpty(w)
-		}
-	}
-	return ""
-}
-
-func takesValue(flags []cli.Flag, name string) bool {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				_, isBool := f.(*cli.BoolFlag)
-				return !isBool
-			}
-		}
-	}
-	return false
+	return keyOrEmpty(pos[0])
 }
 
 func keyOrEmpty(name string) string {
