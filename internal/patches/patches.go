@@ -209,7 +209,7 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	}
 	inPage := "WHERE repo = ? AND patch_id IN (SELECT id " + page + ")"
 	pageArgs := append([]any{repo}, args...)
-	err = each(ctx, q, "SELECT patch_id, number, commit_oid, base_commit, pusher, created_at FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
+	err = store.Each(ctx, q, "SELECT patch_id, number, commit_oid, base_commit, pusher, created_at FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
 		func(rows *sql.Rows) error {
 			var id string
 			var r Revision
@@ -224,7 +224,7 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	if err != nil {
 		return nil, fmt.Errorf("list patches: revisions: %w", err)
 	}
-	err = each(ctx, q, "SELECT patch_id, issue_id FROM patch_issues "+inPage+" ORDER BY patch_id, issue_id", pageArgs,
+	err = store.Each(ctx, q, "SELECT patch_id, issue_id FROM patch_issues "+inPage+" ORDER BY patch_id, issue_id", pageArgs,
 		func(rows *sql.Rows) error {
 			var id, issue string
 			if err := rows.Scan(&id, &issue); err != nil {
@@ -239,21 +239,6 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 		return nil, fmt.Errorf("list patches: issues: %w", err)
 	}
 	return out, nil
-}
-
-// each runs query and calls fn on every row.
-func each(ctx context.Context, q store.Querier, query string, args []any, fn func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // Revisions returns the revisions of a patch in order, 1 first.
