@@ -33,7 +33,7 @@ const (
 // Limits on what a client may file.
 const (
 	MaxTitle = 512
-	MaxBody  = 1 << 20
+	MaxBody  = text.MaxBody
 )
 
 // Issue is the contract's issue object.

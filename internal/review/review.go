@@ -33,7 +33,7 @@ const (
 )
 
 // MaxBody bounds a review's body.
-const MaxBody = 1 << 20
+const MaxBody = text.MaxBody
 
 // Input is a review to post.
 type Input struct {

@@ -9,6 +9,9 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 )
 
+// MaxBody bounds the body of an issue, a comment or a review: 1 MiB.
+const MaxBody = 1 << 20
+
 // Check refuses v when it is longer than limit bytes, not UTF-8, or holds a
 // NUL byte; what names it in the message.
 func Check(what, v string, limit int) error {

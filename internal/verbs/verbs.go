@@ -22,7 +22,7 @@ import (
 )
 
 // MaxBody bounds a body given on the command line or on stdin.
-const MaxBody = 1 << 20
+const MaxBody = text.MaxBody
 
 // Env is what a verb runs with.
 type Env struct {
