@@ -255,22 +255,20 @@ func keysCommandCommand() *cli.Command {
 				return err
 			}
 			defer db.Close()
-			return func() error {
-				name, err := principals.Owner(c.Context, db.R(), typ, blob)
-				if err != nil || name == "" {
-					return err
-				}
-				fc, err := forcedCommand(root)
-				if err != nil {
-					return err
-				}
-				line, err := fc.AuthorizedLine(principals.Key{Principal: name, Type: typ, Blob: blob})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(c.App.Writer, line)
-				return nil
-			}()
+			name, err := principals.Owner(c.Context, db.R(), typ, blob)
+			if err != nil || name == "" {
+				return err
+			}
+			fc, err := forcedCommand(root)
+			if err != nil {
+				return err
+			}
+			line, err := fc.AuthorizedLine(principals.Key{Principal: name, Type: typ, Blob: blob})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.App.Writer, line)
+			return nil
 		},
 	}
 }
