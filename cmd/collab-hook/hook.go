@@ -82,7 +82,7 @@ func runHook(c *cli.Context, name string) error {
 		defer db.Close()
 	}
 	e := &push.Env{
-		Root: root, DB: db, Repo: key, Git: git.Repo{Dir: dir},
+		Root: root, DB: db, Repo: key, Git: git.InHook(dir),
 		Principal: principal, WriteChecked: checked, URL: c.String("url"),
 		Stderr: os.Stderr, Log: log, Now: time.Now,
 	}

@@ -13,13 +13,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gitrepo "github.com/collab-forge/collab/internal/git"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	gitrepo "github.com/collab-forge/collab/internal/git"
 )
 
 // Limits bound what a diff returns.
@@ -101,7 +102,7 @@ func Revision(ctx context.Context, repoDir string, r Range, lim Limits) (Result,
 	if err := checkOID(r.Base, r.Commit); err != nil {
 		return Result{}, err
 	}
-	g := git{dir: repoDir}
+	g := git{gitrepo.Open(repoDir)}
 	res, err := g.diff(ctx, r.Base, r.Commit, lim.withDefaults())
 	if err != nil {
 		return Result{}, err
@@ -139,11 +140,11 @@ func Interdiff(ctx context.Context, repoDir string, from, to Range, lim Limits) 
 	}
 	// The replay writes blobs and trees; keep them out of the repository
 	// (it may be read-only to this process, and they are throwaway).
-	g := git{dir: repoDir, env: []string{
-		"GIT_INDEX_FILE=" + scratch + "/index",
-		"GIT_OBJECT_DIRECTORY=" + objects,
-		"GIT_ALTERNATE_OBJECT_DIRECTORIES=" + quoteAlternate(repoObjects),
-	}}
+	g := git{gitrepo.Open(repoDir).With(
+		"GIT_INDEX_FILE="+scratch+"/index",
+		"GIT_OBJECT_DIRECTORY="+objects,
+		"GIT_ALTERNATE_OBJECT_DIRECTORIES="+quoteAlternate(repoObjects),
+	)}
 	tree, conflicts, err := g.replay(ctx, from, to.Base, lim.BigFile)
 	if err != nil {
 		return Result{}, err
@@ -194,18 +195,11 @@ func clip(s []string, n int) []string {
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }
 
-// git runs git on one repository with extra environment.
-type git struct {
-	dir string
-	env []string
-}
+// git runs git on one repository (internal/git decides its environment)
+// and keeps at most 64 KiB of what it says on stderr.
+type git struct{ r gitrepo.Repo }
 
-func (g git) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir", g.dir}, args...)...)
-	cmd.Env = append(os.Environ(), g.env...)
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
-}
+func (g git) cmd(ctx context.Context, args ...string) *exec.Cmd { return g.r.Command(ctx, args...) }
 
 func (g git) run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
 	cmd := g.cmd(ctx, args...)
@@ -229,7 +223,7 @@ func objectsDir(ctx context.Context, dir string) (string, error) {
 	if st, err := os.Stat(filepath.Join(abs, "pack")); err == nil && st.IsDir() {
 		return abs, nil
 	}
-	out, err := git{dir: dir}.run(ctx, nil, "rev-parse", "--path-format=absolute", "--git-path", "objects")
+	out, err := git{gitrepo.Open(dir)}.run(ctx, nil, "rev-parse", "--path-format=absolute", "--git-path", "objects")
 	if err != nil {
 		return "", err
 	}

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -169,28 +168,12 @@ func (x *Exporter) log() *slog.Logger {
 	return x.Log
 }
 
-// gitCmd runs git on one bare repository.
+// gitCmd runs git on one bare repository, in a clean environment: nothing
+// a hook's environment holds (GIT_DIR, a quarantine) may point it elsewhere.
 type gitCmd struct{ dir string }
 
-// scrubbed are variables that would point git somewhere other than dir
-// (they are set when collab-hook itself runs inside a hook).
-var scrubbed = []string{"GIT_DIR=", "GIT_WORK_TREE=", "GIT_INDEX_FILE=", "GIT_OBJECT_DIRECTORY=",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES=", "GIT_QUARANTINE_PATH=", "GIT_NAMESPACE=", "GIT_COMMON_DIR="}
-
 func (g gitCmd) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	c := exec.CommandContext(ctx, "git", append([]string{"--git-dir", g.dir}, args...)...)
-	for _, kv := range os.Environ() {
-		keep := true
-		for _, p := range scrubbed {
-			if strings.HasPrefix(kv, p) {
-				keep = false
-			}
-		}
-		if keep {
-			c.Env = append(c.Env, kv)
-		}
-	}
-	return c
+	return git.Open(g.dir).Command(ctx, args...)
 }
 
 // run runs git with stdin and returns its stdout; a failure carries git's

@@ -92,7 +92,7 @@ func (c *Checker) repo(ctx context.Context, key string) error {
 	if err := c.hooks(ctx, name, dir); err != nil {
 		return err
 	}
-	g := git.Repo{Dir: dir}
+	g := git.Open(dir)
 	if err := c.refs(ctx, name, key, g); err != nil {
 		return err
 	}

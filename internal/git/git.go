@@ -1,6 +1,16 @@
-// Package git runs stock git on a bare repository for collab's hooks and
-// fsck. Every call takes a context; user values never reach git as options
-// (object ids are checked hex, refs come after "--" or on stdin).
+// Package git is the one place collab runs stock git. Every call takes a
+// context; user values never reach git as options (object ids are checked
+// hex, refs come after "--" or on stdin).
+//
+// Which environment git sees is a security property, so it is explicit: a
+// Repo runs git either with the hook's inherited environment (Hook: in
+// pre-receive and proc-receive git set GIT_QUARANTINE_PATH,
+// GIT_OBJECT_DIRECTORY and GIT_ALTERNATE_OBJECT_DIRECTORIES, without which
+// the pushed objects are invisible), or with a clean one (Clean: PATH and
+// HOME from this process, nothing else), so that nothing a client or a hook
+// left in the environment (GIT_CONFIG_PARAMETERS, GIT_DIR, LD_PRELOAD…)
+// reaches git. Variables collab sets itself for one command (a scratch
+// index, say) are added with With.
 package git
 
 import (
@@ -10,17 +20,106 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // ZeroOID is git's all-zero object id: a ref that does not exist.
 const ZeroOID = "0000000000000000000000000000000000000000"
 
-// Repo is a bare repository. Commands inherit the process environment, so
-// that in pre-receive they see the push's quarantined objects.
+// DefaultPath is the PATH git gets when this process has none.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// Mode says which environment git runs with.
+type Mode int
+
+const (
+	// Clean: only what git needs of this process's environment (CleanEnv).
+	Clean Mode = iota
+	// Hook: this process's whole environment, as git gave it to a hook
+	// (the push's quarantined objects included).
+	Hook
+)
+
+// Repo is a bare repository and the environment git runs with on it. The
+// zero Mode is Clean.
 type Repo struct {
-	Dir string
+	Dir  string
+	Mode Mode
+	// extra are variables collab sets itself for every command of this
+	// Repo (With); they win over the environment.
+	extra []string
+}
+
+// Open returns the repository at dir run with a clean environment.
+func Open(dir string) Repo { return Repo{Dir: dir} }
+
+// InHook returns the repository at dir run with the hook's environment.
+func InHook(dir string) Repo { return Repo{Dir: dir, Mode: Hook} }
+
+// With returns r with the variables kv ("NAME=value") added to every
+// command's environment. Only collab's own values belong here.
+func (r Repo) With(kv ...string) Repo {
+	r.extra = append(append([]string(nil), r.extra...), kv...)
+	return r
+}
+
+// cleanVars are what CleanEnv keeps: git finds its programs on PATH and the
+// forge user's configuration (safe.directory, say) under HOME.
+var cleanVars = []string{"PATH", "HOME"}
+
+// CleanEnv returns what git needs of environ and nothing else: PATH
+// (DefaultPath when unset or empty) and HOME.
+func CleanEnv(environ []string) []string {
+	env := make([]string, 0, len(cleanVars))
+	path := DefaultPath
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+		case k == "PATH":
+			if v != "" {
+				path = v
+			}
+		case k == "HOME":
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PATH="+path)
+}
+
+// Env returns the environment git gets from r.
+func (r Repo) Env() []string {
+	var env []string
+	if r.Mode == Hook {
+		env = os.Environ()
+	} else {
+		env = CleanEnv(os.Environ())
+	}
+	return append(env, r.extra...)
+}
+
+// Command returns git with args on r, its environment set by r's mode;
+// the caller wires stdin/stdout and runs it. A cancelled context kills git
+// and waits at most 5 s for its pipes.
+func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + r.Dir}, args...)...)
+	cmd.Env = r.Env()
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// Init makes a bare repository at dir (with branch main), in a clean
+// environment.
+func Init(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--initial-branch=main", "--", dir)
+	cmd.Env = CleanEnv(os.Environ())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git init %s: %w: %s", dir, err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // Error is a failed git command with what it said on stderr.
@@ -37,13 +136,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-func (r Repo) command(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + r.Dir}, args...)...)
-}
-
 // Run runs git with args and stdin (may be nil) and returns its stdout.
 func (r Repo) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
-	cmd := r.command(ctx, args...)
+	cmd := r.Command(ctx, args...)
 	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout = &out
@@ -59,11 +154,15 @@ func (r Repo) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte,
 	return out.Bytes(), nil
 }
 
-// exitCode is the exit code of a failed git command, or -1.
-func exitCode(err error) int {
+// ExitCode is the exit code of a failed git command, or -1.
+func ExitCode(err error) int {
 	var ge *Error
 	if errors.As(err, &ge) {
 		return ge.Code
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
 	}
 	return -1
 }
@@ -87,7 +186,7 @@ func IsOID(s string) bool {
 // the ref does not exist.
 func (r Repo) ResolveRef(ctx context.Context, ref string) (oid string, ok bool, err error) {
 	out, err := r.Run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
-	if exitCode(err) == 1 {
+	if ExitCode(err) == 1 {
 		return "", false, nil
 	}
 	if err != nil {
@@ -103,7 +202,7 @@ func (r Repo) MergeBase(ctx context.Context, a, b string) (base string, ok bool,
 		return "", false, fmt.Errorf("merge-base %q %q: not object ids", a, b)
 	}
 	out, err := r.Run(ctx, nil, "merge-base", a, b)
-	if exitCode(err) == 1 {
+	if ExitCode(err) == 1 {
 		return "", false, nil
 	}
 	if err != nil {
@@ -118,7 +217,7 @@ func (r Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 		return false, fmt.Errorf("is-ancestor %q %q: not object ids", a, b)
 	}
 	_, err := r.Run(ctx, nil, "merge-base", "--is-ancestor", a, b)
-	if exitCode(err) == 1 {
+	if ExitCode(err) == 1 {
 		return false, nil
 	}
 	return err == nil, err
@@ -130,7 +229,7 @@ func (r Repo) HasObject(ctx context.Context, oid string) (bool, error) {
 		return false, fmt.Errorf("cat-file %q: not an object id", oid)
 	}
 	_, err := r.Run(ctx, nil, "cat-file", "-e", oid)
-	if exitCode(err) == 1 || exitCode(err) == 128 {
+	if ExitCode(err) == 1 || ExitCode(err) == 128 {
 		return false, nil
 	}
 	return err == nil, err
@@ -252,7 +351,7 @@ func (r Repo) TipAndRef(ctx context.Context, oid, ref string) (tip Commit, refOI
 func (r Repo) Walk(ctx context.Context, revs []string, fn func(Commit) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := r.command(ctx, "log", "-z", scanFmt, "--stdin")
+	cmd := r.Command(ctx, "log", "-z", scanFmt, "--stdin")
 	cmd.Stdin = strings.NewReader(strings.Join(revs, "\n") + "\n")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
@@ -270,7 +369,7 @@ func (r Repo) Walk(ctx context.Context, revs []string, fn func(Commit) error) er
 		return perr
 	}
 	if err := cmd.Wait(); err != nil {
-		return &Error{Args: []string{"log", "--stdin"}, Code: exitCode(err), Stderr: errb.String(), Err: err}
+		return &Error{Args: []string{"log", "--stdin"}, Code: ExitCode(err), Stderr: errb.String(), Err: err}
 	}
 	return nil
 }

@@ -107,3 +107,65 @@ func TestRepo(t *testing.T) {
 		t.Errorf("Refs = %v, %v", refs, err)
 	}
 }
+
+// TestCleanEnv: which environment git sees is a security property. A
+// variable a client could have smuggled into this process's environment
+// (git's own config injection, a preloaded library, a redirected
+// repository) never reaches git in Clean mode; Hook mode passes the
+// environment through, as quarantined pushes need.
+func TestCleanEnv(t *testing.T) {
+	ctx := context.Background()
+	r, _ := repo(t)
+	hostile := map[string]string{
+		"GIT_CONFIG_PARAMETERS": "'core.hostile'='yes'",
+		"GIT_CONFIG_COUNT":      "1",
+		"GIT_CONFIG_KEY_0":      "core.hostile2",
+		"GIT_CONFIG_VALUE_0":    "yes",
+		"LD_PRELOAD":            "/nonexistent/evil.so",
+		"GIT_DIR":               "/nonexistent",
+		"GIT_QUARANTINE_PATH":   "/nonexistent/q",
+		"GIT_OBJECT_DIRECTORY":  "/nonexistent/objects",
+		"COLLAB_ACCESS":         "admin demo.git 0",
+	}
+	for k, v := range hostile {
+		t.Setenv(k, v)
+	}
+	// What git itself sees: an alias that runs env (git adds the alias to
+	// GIT_CONFIG_PARAMETERS; the hostile value must not be there).
+	seen := func(r Repo) string {
+		out, err := r.Run(ctx, nil, "-c", "alias.showenv=!env", "showenv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	clean := seen(r)
+	for k, v := range hostile {
+		// git sets GIT_CONFIG_PARAMETERS and GIT_DIR for the alias itself.
+		mine := k == "GIT_CONFIG_PARAMETERS" || k == "GIT_DIR"
+		if strings.Contains(clean, k+"="+v) || (!mine && strings.Contains(clean, k+"=")) || (len(v) > 3 && strings.Contains(clean, v)) {
+			t.Errorf("clean mode: git saw %s=%s:\n%s", k, v, clean)
+		}
+	}
+	for _, want := range []string{"PATH=", "HOME="} {
+		if !strings.Contains(clean, want) {
+			t.Errorf("clean mode: git lacks %s:\n%s", want, clean)
+		}
+	}
+	if out, err := r.Run(ctx, nil, "config", "core.hostile"); err == nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("clean mode: git config took the injected value: %q %v", out, err)
+	}
+	// The same variables in Hook mode do reach git: the test can fail.
+	if h := seen(Repo{Dir: r.Dir, Mode: Hook}); !strings.Contains(h, "LD_PRELOAD=/nonexistent/evil.so") || !strings.Contains(h, "core.hostile") {
+		t.Errorf("hook mode did not pass the environment through:\n%s", h)
+	}
+	// Values collab sets itself are added on top.
+	if w := seen(r.With("GIT_INDEX_FILE=/tmp/x")); !strings.Contains(w, "GIT_INDEX_FILE=/tmp/x") {
+		t.Errorf("With: not passed:\n%s", w)
+	}
+
+	env := CleanEnv([]string{"PATH=", "HOME=/h", "LD_PRELOAD=x", "GIT_DIR=y", "junk"})
+	if strings.Join(env, " ") != "HOME=/h PATH="+DefaultPath {
+		t.Errorf("CleanEnv = %q", env)
+	}
+}

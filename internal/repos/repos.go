@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -65,8 +65,8 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 	if err != nil || (realParent != realRepos && !reponame.Inside(realRepos, realParent)) {
 		return Repo{}, fault.New(fault.Usage, "bad repository name %q: outside the forge", name)
 	}
-	if out, err := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--initial-branch=main", "--", dir).CombinedOutput(); err != nil {
-		return Repo{}, fmt.Errorf("git init %s: %w: %s", dir, err, out)
+	if err := git.Init(ctx, dir); err != nil {
+		return Repo{}, err
 	}
 	if err := Configure(ctx, root, dir, binary); err != nil {
 		return Repo{}, err
@@ -96,9 +96,10 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 // Configure writes collab's git configuration and hook shims into dir.
 // fsck calls it to repair a repository.
 func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
+	g := git.Open(dir)
 	for _, kv := range gitConfig {
-		if out, err := exec.CommandContext(ctx, "git", "--git-dir", dir, "config", kv[0], kv[1]).CombinedOutput(); err != nil {
-			return fmt.Errorf("git config %s: %w: %s", kv[0], err, out)
+		if _, err := g.Run(ctx, nil, "config", kv[0], kv[1]); err != nil {
+			return fmt.Errorf("configure %s: %w", dir, err)
 		}
 	}
 	hooksDir := filepath.Join(dir, "hooks")

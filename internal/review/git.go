@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path"
 	"strings"
@@ -18,10 +17,9 @@ import (
 	"github.com/collab-forge/collab/internal/text"
 )
 
+// gitCmd is git on repoDir with paths taken literally (no globs).
 func gitCmd(ctx context.Context, repoDir string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir", repoDir, "--literal-pathspecs"}, args...)...)
-	cmd.Env = os.Environ()
-	return cmd
+	return git.Open(repoDir).Command(ctx, append([]string{"--literal-pathspecs"}, args...)...)
 }
 
 // CleanPath validates a file path given for an inline comment and returns
@@ -165,7 +163,7 @@ func resolveCommit(ctx context.Context, repoDir, s string) (string, error) {
 	if len(c) < 4 || len(c) > 64 || strings.Trim(c, "0123456789abcdef") != "" {
 		return "", fault.New(fault.Usage, "bad commit %q: want a hex object id", text.Clip(s))
 	}
-	oid, ok, err := git.Repo{Dir: repoDir}.ResolveRef(ctx, c)
+	oid, ok, err := git.Open(repoDir).ResolveRef(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +176,7 @@ func resolveCommit(ctx context.Context, repoDir, s string) (string, error) {
 // reachable checks that commit (a full oid) is reachable from
 // refs/heads/branch.
 func reachable(ctx context.Context, repoDir, commit, branch string) error {
-	r := git.Repo{Dir: repoDir}
+	r := git.Open(repoDir)
 	tip, ok, err := r.ResolveRef(ctx, "refs/heads/"+branch)
 	if err != nil {
 		return err
