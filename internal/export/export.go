@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/flock"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/store"
@@ -206,7 +207,7 @@ type tip struct{ commit, tree string }
 // the revision refs) with their commits and trees.
 func (g gitCmd) records(ctx context.Context) (map[string]tip, error) {
 	out, err := g.run(ctx, nil, "for-each-ref", "--format=%(objectname) %(tree) %(refname)",
-		"--", "refs/collab/issues/", "refs/collab/patches/")
+		"--", collabref.Issues, collabref.Patches)
 	if err != nil {
 		return nil, err
 	}
@@ -222,14 +223,8 @@ func (g gitCmd) records(ctx context.Context) (map[string]tip, error) {
 }
 
 func isRecordRef(ref string) bool {
-	if id, ok := strings.CutPrefix(ref, "refs/collab/issues/"); ok {
-		return !strings.Contains(id, "/")
-	}
-	if rest, ok := strings.CutPrefix(ref, "refs/collab/patches/"); ok {
-		id, tail, _ := strings.Cut(rest, "/")
-		return id != "" && tail == "record"
-	}
-	return false
+	r, _ := collabref.Parse(ref)
+	return r.Kind == collabref.Issue || r.Kind == collabref.Record
 }
 
 // missing returns the objects of objs the repository does not have yet.

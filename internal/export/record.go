@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -123,8 +124,8 @@ const (
 )
 
 // IssueRef and PatchRef are the refs a record lives on.
-func IssueRef(id string) string { return "refs/collab/issues/" + id }
-func PatchRef(id string) string { return "refs/collab/patches/" + id + "/record" }
+func IssueRef(id string) string { return collabref.IssueRef(id) }
+func PatchRef(id string) string { return collabref.RecordRef(id) }
 
 // record is one issue or patch ready to become a tree.
 type record struct {

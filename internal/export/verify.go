@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/collab-forge/collab/internal/collabref"
 )
 
 // Report is what Verify found.
@@ -148,11 +150,11 @@ func checkContent(cat *catFile, ref, tree string) string {
 
 // recordOf returns the id a record ref names and its main file.
 func recordOf(ref string) (id, file string) {
-	if id, ok := strings.CutPrefix(ref, "refs/collab/issues/"); ok {
-		return id, IssueFile
+	r, _ := collabref.Parse(ref)
+	if r.Kind == collabref.Issue {
+		return r.ID, IssueFile
 	}
-	id, _, _ = strings.Cut(strings.TrimPrefix(ref, "refs/collab/patches/"), "/")
-	return id, PatchFile
+	return r.ID, PatchFile
 }
 
 // treeEntry returns the oid of entry name in a raw tree, or "".

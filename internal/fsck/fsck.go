@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
@@ -126,7 +127,7 @@ type revRow struct {
 
 // refs makes refs/collab/patches/ agree with the revisions table.
 func (c *Checker) refs(ctx context.Context, name, key string, g git.Repo) error {
-	refs, err := g.Refs(ctx, "refs/collab/patches/")
+	refs, err := g.Refs(ctx, collabref.Patches)
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (c *Checker) refs(ctx context.Context, name, key string, g git.Repo) error 
 	head := map[string]string{}
 	var fixes []git.RefUpdate
 	for _, r := range revs {
-		ref := push.RevRef(r.patch, r.commit)
+		ref := collabref.RevRef(r.patch, r.commit)
 		recorded[ref] = true
 		head[r.patch] = r.commit // rows come in number order: the last wins
 		if refs[ref] == r.commit {
@@ -194,7 +195,7 @@ func (c *Checker) refs(ctx context.Context, name, key string, g git.Repo) error 
 		c.problem(true, "%s: ref %s names no recorded revision of a known patch; deleted", name, ref)
 	}
 	for id, oid := range head {
-		ref := push.HeadRef(id)
+		ref := collabref.HeadRef(id)
 		if refs[ref] == oid {
 			continue
 		}
@@ -282,23 +283,12 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 
 // revRefParts splits refs/collab/patches/ID/rev/OID.
 func revRefParts(ref string) (id, oid string, ok bool) {
-	rest, ok := strings.CutPrefix(ref, "refs/collab/patches/")
-	if !ok {
-		return "", "", false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 || parts[1] != "rev" || !git.IsOID(parts[2]) {
-		return "", "", false
-	}
-	return parts[0], parts[2], true
+	r, _ := collabref.Parse(ref)
+	return r.ID, r.OID, r.Kind == collabref.Rev
 }
 
 // headRefPatch returns ID of refs/collab/patches/ID/head.
 func headRefPatch(ref string) (string, bool) {
-	rest, ok := strings.CutPrefix(ref, "refs/collab/patches/")
-	if !ok {
-		return "", false
-	}
-	id, ok := strings.CutSuffix(rest, "/head")
-	return id, ok && !strings.Contains(id, "/")
+	r, _ := collabref.Parse(ref)
+	return r.ID, r.Kind == collabref.Head
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/issues"
@@ -333,8 +334,8 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 				}
 				if added {
 					rec.Pinned = rev.Number
-					refs = append(refs, git.RefUpdate{Ref: RevRef(id, m.commit), New: m.commit, Old: git.ZeroOID},
-						git.RefUpdate{Ref: HeadRef(id), New: m.commit})
+					refs = append(refs, git.RefUpdate{Ref: collabref.RevRef(id, m.commit), New: m.commit, Old: git.ZeroOID},
+						git.RefUpdate{Ref: collabref.HeadRef(id), New: m.commit})
 				}
 			}
 			if err := e.linkFixes(ctx, tx, id, m.fixes); err != nil {

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 )
 
 // Namespaces of refs the hooks treat specially.
 const (
-	ForPrefix    = "refs/for/"
-	CollabPrefix = "refs/collab/"
-	HeadsPrefix  = "refs/heads/"
+	ForPrefix   = "refs/for/"
+	HeadsPrefix = "refs/heads/"
 )
 
 // PreReceive checks a whole push before any ref moves: the pusher's write
@@ -57,7 +57,7 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 	}
 	for _, u := range updates {
 		switch {
-		case strings.HasPrefix(u.Ref, CollabPrefix):
+		case strings.HasPrefix(u.Ref, collabref.Prefix):
 			verb := "update"
 			switch {
 			case u.New == git.ZeroOID:

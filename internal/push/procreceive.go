@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
@@ -23,12 +24,6 @@ import (
 	"github.com/collab-forge/collab/internal/pktline"
 	"github.com/collab-forge/collab/internal/store"
 )
-
-// RevRef is the ref that pins revision commit oid of patch id.
-func RevRef(id, oid string) string { return "refs/collab/patches/" + id + "/rev/" + oid }
-
-// HeadRef is the ref that follows a patch's last revision.
-func HeadRef(id string) string { return "refs/collab/patches/" + id + "/head" }
 
 // report is proc-receive's answer for one command.
 type report struct {
@@ -153,9 +148,9 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 	}
 	log.Info("proc-receive", "OUTCOME", outcome, "revision", res.rev.Number, "DURATION_MS", ms(start))
 	e.tell(ctx, res, tip, base)
-	rep := report{ref: c.Ref, refname: HeadRef(res.patch.ID), old: res.oldHead, new: c.New}
+	rep := report{ref: c.Ref, refname: collabref.HeadRef(res.patch.ID), old: res.oldHead, new: c.New}
 	if !res.added {
-		rep.refname = RevRef(res.patch.ID, c.New)
+		rep.refname = collabref.RevRef(res.patch.ID, c.New)
 	}
 	if res.added && res.oldHead != git.ZeroOID {
 		rep.forced = e.forced(ctx, res, tip)
@@ -374,8 +369,8 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		// The refs move inside the transaction: if git refuses, nothing is
 		// recorded; if the commit fails after they moved, fsck adopts them.
 		return e.Git.UpdateRefs(ctx, []git.RefUpdate{
-			{Ref: RevRef(id, c.New), New: c.New, Old: git.ZeroOID},
-			{Ref: HeadRef(id), New: c.New},
+			{Ref: collabref.RevRef(id, c.New), New: c.New, Old: git.ZeroOID},
+			{Ref: collabref.HeadRef(id), New: c.New},
 		})
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/collab-forge/collab"
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
@@ -31,7 +32,7 @@ var Hooks = []string{"pre-receive", "proc-receive", "post-receive"}
 var gitConfig = [][2]string{
 	{"receive.procReceiveRefs", "refs/for"},
 	{"receive.advertisePushOptions", "true"},
-	{"receive.hideRefs", "refs/collab"},
+	{"receive.hideRefs", strings.TrimSuffix(collabref.Prefix, "/")},
 }
 
 // Repo is a repository row.
