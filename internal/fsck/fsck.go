@@ -283,8 +283,10 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 
 // revRefParts splits refs/collab/patches/ID/rev/OID.
 func revRefParts(ref string) (id, oid string, ok bool) {
-	r, _ := collabref.Parse(ref)
-	return r.ID, r.OID, r.Kind == collabref.Rev
+	if r, _ := collabref.Parse(ref); r.Kind == collabref.Rev {
+		return r.ID, r.OID, true
+	}
+	return "", "", false
 }
 
 // headRefPatch returns ID of refs/collab/patches/ID/head.
