@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/store"
@@ -47,13 +47,14 @@ func runHook(c *cli.Context, name string) error {
 	}
 	log, closeLog := journal.Open(root.Dir)
 	defer closeLog()
+	h := hookenv.Decode(os.Getenv)
 	var key string // REPO on every entry once the repository is known
 	fail := func(err error) error {
 		l := log
 		if key != "" {
 			l = l.With("REPO", key)
 		}
-		l.Error(name, "PRINCIPAL", push.Principal(), "OUTCOME", "error", "error", err.Error())
+		l.Error(name, "PRINCIPAL", h.Principal, "OUTCOME", "error", "error", err.Error())
 		fmt.Fprintf(os.Stderr, "collab: %s\n", fault.Public(err))
 		return cli.Exit("", 1)
 	}
@@ -70,10 +71,9 @@ func runHook(c *cli.Context, name string) error {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
-	principal := push.Principal()
 	// pre-receive has nothing else to ask the database: where serve has
 	// just checked write access (or the push is local) it is not opened.
-	checked := name == "pre-receive" && push.WriteChecked(principal, os.Getenv(push.AccessEnv), key, time.Now())
+	checked := name == "pre-receive" && h.WriteChecked(key, time.Now())
 	var db *store.DB
 	if !checked {
 		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
@@ -83,7 +83,7 @@ func runHook(c *cli.Context, name string) error {
 	}
 	e := &push.Env{
 		Root: root, DB: db, Repo: key, Git: git.InHook(dir),
-		Principal: principal, WriteChecked: checked, URL: c.String("url"),
+		Principal: h.Principal, WriteChecked: checked, URL: c.String("url"),
 		Stderr: os.Stderr, Log: log, Now: time.Now,
 	}
 	switch name {
@@ -99,8 +99,8 @@ func runHook(c *cli.Context, name string) error {
 		}
 	case "post-receive":
 		budget := push.ForegroundBudget
-		if n, err := strconv.Atoi(os.Getenv("COLLAB_MERGE_SCAN_BUDGET")); err == nil && n > 0 {
-			budget = n
+		if h.MergeScanBudget > 0 {
+			budget = h.MergeScanBudget
 		}
 		deferred, err := push.PostReceive(ctx, e, us, budget)
 		if len(deferred) > 0 {

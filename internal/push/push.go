@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
@@ -28,11 +27,6 @@ import (
 	"github.com/collab-forge/collab/internal/text"
 )
 
-// PrincipalEnv names the variable through which serve hands hooks the
-// pusher's principal. Without it a push came through a local path on the
-// server: the operator, access.Local.
-const PrincipalEnv = "COLLAB_PRINCIPAL"
-
 // Env is what one hook run works with.
 type Env struct {
 	Root      forge.Root
@@ -40,22 +34,15 @@ type Env struct {
 	Repo      string // the repository key, org/foo.git
 	Git       git.Repo
 	Principal string
-	// WriteChecked says the caller found WriteChecked true: pre-receive
-	// then asks the database nothing, and DB may be nil.
+	// WriteChecked says serve's hand-off covers write access
+	// (hookenv.Handoff.WriteChecked): pre-receive then asks the database
+	// nothing, and DB may be nil.
 	WriteChecked bool
 	// URL overrides the root's url setting when not empty (--url, COLLAB_URL).
 	URL    string
 	Stderr io.Writer
 	Log    *slog.Logger
 	Now    func() time.Time
-}
-
-// Principal returns the pusher's principal from the environment.
-func Principal() string {
-	if p := os.Getenv(PrincipalEnv); p != "" {
-		return p
-	}
-	return access.Local
 }
 
 // RepoDir finds the repository a hook runs in (GIT_DIR, else the working

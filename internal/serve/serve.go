@@ -25,6 +25,8 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
@@ -33,7 +35,7 @@ import (
 )
 
 // DefaultPath is the PATH git gets when serve's own environment has none.
-const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+const DefaultPath = git.DefaultPath
 
 // Request is one run of the forced command.
 type Request struct {
@@ -192,10 +194,11 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 	if err != nil {
 		return refuse(err, "command", prog, "REPO", key)
 	}
-	env := gitEnv(r.Environ, r.Principal, r.Root.Dir, r.URL)
-	// What was just checked, for pre-receive (push.WriteChecked); set here,
-	// never taken from any environment (gitEnv drops COLLAB_ACCESS).
-	env = append(env, push.AccessEnv+"="+push.Checked(level, key, r.now()))
+	// What was just checked, for pre-receive (Handoff.WriteChecked); set
+	// here, never taken from any environment (gitEnv drops the hand-off's
+	// variables).
+	env := gitEnv(r.Environ, hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL,
+		Checked: hookenv.Check{Level: level, Repo: key, At: r.now()}})
 	git, err := lookPath("git", getenv(env, "PATH"))
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
@@ -237,42 +240,26 @@ func validProtocol(v string) bool {
 	return true
 }
 
-// gitEnv is the whole environment git and the hooks get: PATH, HOME, the
-// principal, the root, the client's GIT_PROTOCOL and serve's own COLLAB_*
-// variables but COLLAB_ACCESS (runGit adds its own), nothing else. Anything else a client sends (LD_PRELOAD,
-// GIT_CONFIG_*, GIT_DIR…) could run code or redirect git.
-func gitEnv(own []string, principal, rootDir, url string) []string {
-	path := DefaultPath
-	var home, proto string
+// gitEnv is the whole environment git and the hooks get: what git needs
+// (git.CleanEnv: PATH, HOME), the hand-off h, the client's GIT_PROTOCOL and
+// serve's own COLLAB_* variables but those of the hand-off, nothing else.
+// Anything else a client sends (LD_PRELOAD, GIT_CONFIG_*, GIT_DIR…) could
+// run code or redirect git.
+func gitEnv(own []string, h hookenv.Handoff) []string {
+	env := git.CleanEnv(own)
+	env = append(env, h.Encode()...)
 	var collab []string
 	for _, kv := range own {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
 		switch {
-		case k == "PATH" && v != "":
-			path = v
-		case k == "HOME":
-			home = v
+		case !ok:
 		case k == "GIT_PROTOCOL":
 			if validProtocol(v) {
-				proto = v
+				env = append(env, kv)
 			}
-		case strings.HasPrefix(k, "COLLAB_") && k != "COLLAB_PRINCIPAL" && k != "COLLAB_ROOT" && k != "COLLAB_URL" && k != push.AccessEnv:
+		case strings.HasPrefix(k, "COLLAB_") && !hookenv.Owned(k):
 			collab = append(collab, kv)
 		}
-	}
-	env := []string{"PATH=" + path}
-	if home != "" {
-		env = append(env, "HOME="+home)
-	}
-	env = append(env, "COLLAB_PRINCIPAL="+principal, "COLLAB_ROOT="+rootDir)
-	if url != "" {
-		env = append(env, "COLLAB_URL="+url)
-	}
-	if proto != "" {
-		env = append(env, "GIT_PROTOCOL="+proto)
 	}
 	return append(env, collab...)
 }

@@ -1,0 +1,115 @@
+// Package hookenv is the hand-off from serve to the hooks. sshd gives the
+// forced command a fresh environment and git passes its own environment on
+// to the hooks it runs, so what serve knows (who pushes, which root, the
+// access it has just checked) reaches pre-, proc- and post-receive as
+// COLLAB_* variables. Both sides use this one struct: serve Encodes it into
+// git's environment, the hooks Decode it.
+package hookenv
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+)
+
+// The variables of the hand-off.
+const (
+	PrincipalVar = "COLLAB_PRINCIPAL"
+	RootVar      = "COLLAB_ROOT"
+	URLVar       = "COLLAB_URL"
+	// AccessVar is "LEVEL KEY UNIXMILLIS": the access serve checked just
+	// before it exec'd git-receive-pack.
+	AccessVar = "COLLAB_ACCESS"
+	// MergeScanBudgetVar is an operator's setting (it reaches the hooks
+	// through serve's own COLLAB_* variables, not from serve's decision):
+	// how many commits post-receive scans while the pusher waits.
+	MergeScanBudgetVar = "COLLAB_MERGE_SCAN_BUDGET"
+)
+
+// CheckedFresh bounds how long ago serve's check may have been for
+// pre-receive to rely on it: a push whose upload took longer is checked
+// again, so that a grant revoked meanwhile still stops it.
+const CheckedFresh = 10 * time.Second
+
+// Handoff is what serve tells the hooks.
+type Handoff struct {
+	// Principal is the pusher; Decode gives access.Local when serve set
+	// none (a push through a local path on the server: the operator).
+	Principal string
+	Root      string
+	// URL overrides the root's url setting ("" keeps it).
+	URL string
+	// Checked is serve's access check; the zero value means none.
+	Checked Check
+	// MergeScanBudget is the operator's foreground merge scan budget (0:
+	// the default). Decode only: serve passes it through, never sets it.
+	MergeScanBudget int
+}
+
+// Check is an access check serve made: Level on Repo at At.
+type Check struct {
+	Level access.Level
+	Repo  string
+	At    time.Time
+}
+
+// Owned reports whether serve sets the variable name itself, so that it
+// never copies it from its own environment (where sshd or a client could
+// have put it).
+func Owned(name string) bool {
+	switch name {
+	case PrincipalVar, RootVar, URLVar, AccessVar:
+		return true
+	}
+	return false
+}
+
+// Encode returns h as NAME=value pairs for git's environment.
+func (h Handoff) Encode() []string {
+	env := []string{PrincipalVar + "=" + h.Principal, RootVar + "=" + h.Root}
+	if h.URL != "" {
+		env = append(env, URLVar+"="+h.URL)
+	}
+	if h.Checked.Repo != "" {
+		env = append(env, AccessVar+"="+fmt.Sprintf("%s %s %d", h.Checked.Level, h.Checked.Repo, h.Checked.At.UnixMilli()))
+	}
+	return env
+}
+
+// Decode reads the hand-off through getenv (os.Getenv). A malformed access
+// check decodes as none, so it only ever costs a database query.
+func Decode(getenv func(string) string) Handoff {
+	h := Handoff{Principal: getenv(PrincipalVar), Root: getenv(RootVar), URL: getenv(URLVar)}
+	if h.Principal == "" {
+		h.Principal = access.Local
+	}
+	if f := strings.Fields(getenv(AccessVar)); len(f) == 3 {
+		level, err1 := access.ParseLevel(f[0])
+		ms, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil {
+			h.Checked = Check{Level: level, Repo: f[1], At: time.UnixMilli(ms)}
+		}
+	}
+	if n, err := strconv.Atoi(getenv(MergeScanBudgetVar)); err == nil && n > 0 {
+		h.MergeScanBudget = n
+	}
+	return h
+}
+
+// WriteChecked reports whether the pusher's write access to key needs no
+// database query: the push is local (the operator, admin), or serve checked
+// at least write for this very repository within CheckedFresh of now.
+func (h Handoff) WriteChecked(key string, now time.Time) bool {
+	if h.Principal == access.Local {
+		return true
+	}
+	c := h.Checked
+	if c.Repo != key || c.Level < access.Write {
+		return false
+	}
+	age := now.Sub(c.At)
+	return age >= -time.Second && age <= CheckedFresh
+}

@@ -1,0 +1,79 @@
+package hookenv
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+)
+
+func env(kv ...string) func(string) string {
+	return func(k string) string {
+		for _, e := range kv {
+			if n, v, _ := strings.Cut(e, "="); n == k {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	at := time.UnixMilli(1795946400000)
+	h := Handoff{Principal: "alice", Root: "/srv/collab", URL: "http://x", Checked: Check{Level: access.Write, Repo: "org/demo.git", At: at}}
+	got := Decode(env(h.Encode()...))
+	if got.Principal != h.Principal || got.Root != h.Root || got.URL != h.URL || got.Checked.Level != h.Checked.Level ||
+		got.Checked.Repo != h.Checked.Repo || !got.Checked.At.Equal(at) {
+		t.Errorf("Decode(Encode(h)) = %+v, want %+v", got, h)
+	}
+	if want := "COLLAB_ACCESS=write org/demo.git 1795946400000"; h.Encode()[3] != want {
+		t.Errorf("Encode()[3] = %q, want %q", h.Encode()[3], want)
+	}
+	if d := Decode(env()); d.Principal != access.Local || d.Checked.Repo != "" || d.MergeScanBudget != 0 {
+		t.Errorf("Decode(empty) = %+v", d)
+	}
+	if d := Decode(env("COLLAB_MERGE_SCAN_BUDGET=50")); d.MergeScanBudget != 50 {
+		t.Errorf("budget = %d", d.MergeScanBudget)
+	}
+	for _, name := range []string{"COLLAB_PRINCIPAL", "COLLAB_ROOT", "COLLAB_URL", "COLLAB_ACCESS"} {
+		if !Owned(name) {
+			t.Errorf("Owned(%s) = false", name)
+		}
+	}
+	if Owned("COLLAB_JOURNAL_SOCKET") {
+		t.Error("Owned(COLLAB_JOURNAL_SOCKET)")
+	}
+}
+
+func TestWriteChecked(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	checked := func(l access.Level, repo string, at time.Time) string {
+		return Handoff{Checked: Check{Level: l, Repo: repo, At: at}}.Encode()[2]
+	}
+	at := func(d time.Duration) string { return checked(access.Write, "org/demo.git", now.Add(d)) }
+	for _, tc := range []struct {
+		principal, checked string
+		want               bool
+	}{
+		{"", "", true}, // the operator, pushing through a path
+		{"alice", at(0), true},
+		{"alice", at(-CheckedFresh), true},
+		{"alice", checked(access.Admin, "org/demo.git", now), true},
+		{"alice", "", false},
+		{"alice", checked(access.Read, "org/demo.git", now), false},
+		{"alice", checked(access.None, "org/demo.git", now), false},
+		{"alice", checked(access.Write, "org/other.git", now), false},
+		{"alice", at(-CheckedFresh - time.Millisecond), false}, // a long upload: ask again
+		{"alice", at(time.Minute), false},                      // from the future
+		{"alice", "COLLAB_ACCESS=write org/demo.git", false},
+		{"alice", "COLLAB_ACCESS=write org/demo.git soon", false},
+		{"alice", "COLLAB_ACCESS=owner org/demo.git 1", false},
+		{"alice", "COLLAB_ACCESS=write  org/demo.git x", false},
+	} {
+		h := Decode(env("COLLAB_PRINCIPAL="+tc.principal, tc.checked))
+		if got := h.WriteChecked("org/demo.git", now); got != tc.want {
+			t.Errorf("WriteChecked(%q, %q) = %v, want %v", tc.principal, tc.checked, got, tc.want)
+		}
+	}
+}
