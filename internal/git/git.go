@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -345,6 +346,155 @@ func (r Repo) TipAndRef(ctx context.Context, oid, ref string) (tip Commit, refOI
 	return Commit{}, "", false, fmt.Errorf("log %s %s: unexpected output", oid, ref)
 }
 
+// Pushed is what proc-receive needs to know of a pushed tip against the
+// branch it targets, from one git process.
+type Pushed struct {
+	// Tip is the pushed commit, with its message.
+	Tip Commit
+	// New are the commits the tip brings that the branch lacks (TIP ^BRANCH),
+	// newest first; empty when the tip is already on the branch.
+	New map[string]bool
+	// Boundary are the excluded parents of New: the branch commits the new
+	// ones were made on. Exactly one is the merge base; more (a topic that
+	// merged the branch in) leave the choice to MergeBase.
+	Boundary []string
+	// Truncated: the walk stopped at the limit; New and Boundary are partial.
+	Truncated bool
+}
+
+// PushedRange walks TIP ^BRANCHREF with its boundary (git log --boundary),
+// reading at most limit new commits: in the common case (a few commits on
+// some commit of the branch) that gives the tip's message, what is new and
+// the merge base at once, where git log --no-walk plus git merge-base took
+// two processes. ok is false when branchRef does not exist.
+func (r Repo) PushedRange(ctx context.Context, tip, branchRef string, limit int) (p Pushed, ok bool, err error) {
+	if !IsOID(tip) || !IsFullRef(branchRef) {
+		return Pushed{}, false, fmt.Errorf("log %q %q: not an object id and a full ref", tip, branchRef)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := r.Command(ctx, "log", "-z", "--boundary", "--format=%m"+fullFmt[len("--format="):], "--end-of-options", tip, "^"+branchRef, "--")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Pushed{}, false, fmt.Errorf("git log: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return Pushed{}, false, fmt.Errorf("git log: %w", err)
+	}
+	p.New = map[string]bool{}
+	errStop := errors.New("limit")
+	perr := parseMarked(stdout, func(mark byte, c Commit) error {
+		if mark == '-' {
+			p.Boundary = append(p.Boundary, c.OID)
+			return nil
+		}
+		if c.OID == tip {
+			p.Tip = c
+		}
+		if len(p.New) >= limit {
+			p.Truncated = true
+			return errStop
+		}
+		p.New[c.OID] = true
+		c.Message = nil
+		return nil
+	})
+	if errors.Is(perr, errStop) {
+		cancel()
+		_ = cmd.Wait()
+		perr = nil
+	} else if werr := cmd.Wait(); werr != nil {
+		if strings.Contains(errb.String(), "bad revision '^"+branchRef+"'") {
+			return Pushed{}, false, nil
+		}
+		return Pushed{}, false, &Error{Args: []string{"log", "--boundary"}, Code: ExitCode(werr), Stderr: errb.String(), Err: werr}
+	}
+	if perr != nil {
+		return Pushed{}, false, perr
+	}
+	if p.Tip.OID == "" {
+		// The tip is on the branch: nothing new. Its message is still wanted.
+		cs, err := r.Commits(ctx, tip)
+		if err != nil || len(cs) != 1 {
+			return Pushed{}, false, fmt.Errorf("read commit %s: %w", tip, err)
+		}
+		p.Tip = cs[0]
+	}
+	return p, true, nil
+}
+
+// IsFullRef reports whether s looks like a full ref name git cannot take
+// for anything else: refs/…, none of the characters of revision syntax.
+func IsFullRef(s string) bool {
+	return strings.HasPrefix(s, "refs/") && !strings.ContainsAny(s, " ~^:?*[\\\x00\n\t") &&
+		!strings.Contains(s, "..") && !strings.Contains(s, "@{") && !strings.HasSuffix(s, "/") && !strings.HasSuffix(s, ".lock")
+}
+
+// MergeBaseRef is MergeBase of commit a and the commit ref (a full ref
+// name) points to.
+func (r Repo) MergeBaseRef(ctx context.Context, a, ref string) (base string, ok bool, err error) {
+	if !IsOID(a) || !IsFullRef(ref) {
+		return "", false, fmt.Errorf("merge-base %q %q: not an object id and a full ref", a, ref)
+	}
+	out, err := r.Run(ctx, nil, "merge-base", "--end-of-options", a, ref)
+	if ExitCode(err) == 1 {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return strings.TrimSpace(string(out)), true, nil
+}
+
+// ReflogEntry is one line of a ref's reflog: the ref moved from Old to New,
+// by the committer identity git had (Name, Email) at Time.
+type ReflogEntry struct {
+	Old, New    string
+	Name, Email string
+	Time        time.Time
+}
+
+// Reflog returns the reflog of branch (without refs/heads/), oldest
+// first, or nothing when there is none. It reads the file git appends to
+// (logs/refs/heads/BRANCH) rather than starting git: a line is
+// "OLD NEW NAME <EMAIL> UNIX TZ\tMESSAGE".
+func (r Repo) Reflog(branch string) ([]ReflogEntry, error) {
+	ref := "refs/heads/" + branch
+	if !IsFullRef(ref) {
+		return nil, fmt.Errorf("reflog %q: bad branch name", branch)
+	}
+	b, err := os.ReadFile(r.Dir + "/logs/" + ref)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read reflog of %s: %w", branch, err)
+	}
+	var out []ReflogEntry
+	for _, line := range strings.Split(string(b), "\n") {
+		head, _, _ := strings.Cut(line, "\t")
+		if len(head) < 83 || !IsOID(head[:40]) || !IsOID(head[41:81]) {
+			continue
+		}
+		e := ReflogEntry{Old: head[:40], New: head[41:81]}
+		ident := head[82:]
+		lt, gt := strings.LastIndexByte(ident, '<'), strings.LastIndexByte(ident, '>')
+		if lt < 0 || gt < lt {
+			continue
+		}
+		e.Name, e.Email = strings.TrimSpace(ident[:lt]), ident[lt+1:gt]
+		if f := strings.Fields(ident[gt+1:]); len(f) >= 1 {
+			if sec, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				e.Time = time.Unix(sec, 0)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // Walk streams the commits that `git log --stdin` selects from revs (one
 // revision per line, "^OID" to exclude), newest first, without their
 // messages. fn may stop the walk by returning an error.
@@ -377,6 +527,16 @@ func (r Repo) Walk(ctx context.Context, revs []string, fn func(Commit) error) er
 // parse reads NUL-terminated fields: OID, parents, Patch trailers, Fixes
 // trailers and, when full, the message (the NUL of -z ends the last one).
 func parse(r io.Reader, full bool, fn func(Commit) error) error {
+	return parseRecords(r, full, false, func(_ byte, c Commit) error { return fn(c) })
+}
+
+// parseMarked is parse for records that start with git's %m mark ('>' for
+// a commit of the walk, '-' for a boundary commit), always full.
+func parseMarked(r io.Reader, fn func(mark byte, c Commit) error) error {
+	return parseRecords(r, true, true, fn)
+}
+
+func parseRecords(r io.Reader, full, marked bool, fn func(mark byte, c Commit) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	n := 4
 	if full {
@@ -401,6 +561,13 @@ func parse(r io.Reader, full bool, fn func(Commit) error) error {
 			}
 			fs[i] = b
 		}
+		var mark byte
+		if marked {
+			if len(fs[0]) == 0 {
+				return fmt.Errorf("git log: record without a mark")
+			}
+			mark, fs[0] = fs[0][0], fs[0][1:]
+		}
 		oid := string(fs[0])
 		if !IsOID(oid) {
 			return fmt.Errorf("git log: unexpected record %q", clip(oid))
@@ -409,7 +576,7 @@ func parse(r io.Reader, full bool, fn func(Commit) error) error {
 		if full {
 			c.Message = fs[4]
 		}
-		if err := fn(c); err != nil {
+		if err := fn(mark, c); err != nil {
 			return err
 		}
 	}

@@ -92,6 +92,33 @@ func TestRepo(t *testing.T) {
 		t.Errorf("HasObject missing = %v %v", ok, err)
 	}
 
+	p, ok, err := r.PushedRange(ctx, o["two"], "refs/heads/side", 100)
+	if err != nil || !ok || p.Tip.OID != o["two"] || !strings.HasPrefix(string(p.Tip.Message), "two") ||
+		len(p.New) != 1 || !p.New[o["two"]] || strings.Join(p.Boundary, ",") != o["root"] || p.Truncated {
+		t.Errorf("PushedRange two side = %+v %v %v", p, ok, err)
+	}
+	p, ok, err = r.PushedRange(ctx, o["root"], "refs/heads/main", 100)
+	if err != nil || !ok || p.Tip.OID != o["root"] || len(p.New) != 0 || len(p.Boundary) != 0 {
+		t.Errorf("PushedRange root main = %+v %v %v", p, ok, err)
+	}
+	if _, ok, err := r.PushedRange(ctx, o["two"], "refs/heads/nope", 100); err != nil || ok {
+		t.Errorf("PushedRange to a missing branch = %v %v", ok, err)
+	}
+	if p, ok, err := r.PushedRange(ctx, o["two"], "refs/heads/nope", 0); err != nil || ok || p.Truncated {
+		t.Errorf("PushedRange to a missing branch, limit 0 = %v %v", ok, err)
+	}
+	if p, ok, err := r.PushedRange(ctx, o["two"], "refs/heads/side", 0); err != nil || !ok || !p.Truncated || p.Tip.OID != o["two"] {
+		t.Errorf("PushedRange truncated = %+v %v %v", p, ok, err)
+	}
+	for _, bad := range []string{"refs/heads/main~1", "refs/heads/a..b", "main", "refs/heads/x@{1}", "--all"} {
+		if _, _, err := r.PushedRange(ctx, o["two"], bad, 10); err == nil {
+			t.Errorf("PushedRange took %q", bad)
+		}
+	}
+	if mb, ok, err := r.MergeBaseRef(ctx, o["two"], "refs/heads/side"); err != nil || !ok || mb != o["root"] {
+		t.Errorf("MergeBaseRef = %q %v %v", mb, ok, err)
+	}
+
 	err = r.UpdateRefs(ctx, []RefUpdate{{Ref: "refs/collab/x", New: o["root"], Old: ZeroOID}, {Ref: "refs/collab/y", New: o["two"]}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,5 +194,31 @@ func TestCleanEnv(t *testing.T) {
 	env := CleanEnv([]string{"PATH=", "HOME=/h", "LD_PRELOAD=x", "GIT_DIR=y", "junk"})
 	if strings.Join(env, " ") != "HOME=/h PATH="+DefaultPath {
 		t.Errorf("CleanEnv = %q", env)
+	}
+}
+
+func TestReflog(t *testing.T) {
+	ctx := context.Background()
+	r, o := repo(t)
+	if es, err := r.Reflog("main"); err != nil || len(es) != 0 {
+		t.Fatalf("Reflog without logs = %v %v", es, err)
+	}
+	if _, err := r.Run(ctx, nil, "config", "core.logAllRefUpdates", "true"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_COMMITTER_NAME", "alice")
+	t.Setenv("GIT_COMMITTER_EMAIL", "alice@collab")
+	if err := (Repo{Dir: r.Dir, Mode: Hook}).UpdateRefs(ctx, []RefUpdate{{Ref: "refs/heads/main", New: o["root"], Old: o["two"]}}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := r.Reflog("main")
+	if err != nil || len(es) != 1 {
+		t.Fatalf("Reflog = %v %v", es, err)
+	}
+	if e := es[0]; e.Old != o["two"] || e.New != o["root"] || e.Name != "alice" || e.Email != "alice@collab" || e.Time.IsZero() {
+		t.Errorf("Reflog[0] = %+v", e)
+	}
+	if _, err := r.Reflog("../../x"); err == nil {
+		t.Error("Reflog took a path")
 	}
 }
