@@ -265,3 +265,15 @@ CREATE TABLE sessions (
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL
 ) STRICT;
+
+-- migrate 2
+-- The merge scan's progress: per branch, the tip whose history the scan
+-- last completed. The next push to the branch (or collab-web's sweep)
+-- scans from there, so a scan a killed post-receive missed is made up.
+CREATE TABLE branch_scans (
+  repo       TEXT NOT NULL,
+  branch     TEXT NOT NULL,
+  tip        TEXT NOT NULL,
+  scanned_at TEXT NOT NULL,
+  PRIMARY KEY (repo, branch)
+) STRICT;

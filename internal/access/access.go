@@ -27,6 +27,11 @@ const (
 // without a forced command: the forge's operator, with admin rights.
 const Local = "local"
 
+// Unknown is whom the merge scan credits with a merge when it cannot tell
+// who pushed it (a scan made up later, with no reflog entry naming a
+// principal).
+const Unknown = "unknown"
+
 // Anonymous is the empty principal: git daemon and signed-out web visitors.
 const Anonymous = ""
 

@@ -270,7 +270,7 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 		if !ok {
 			continue
 		}
-		merged, err := e.Scan(ctx, b, []string{tip}, "", 0)
+		merged, err := e.Scan(ctx, push.ScanRange{Branch: b, Revs: []string{tip}, By: access.Unknown}, 0)
 		if err != nil {
 			return err
 		}

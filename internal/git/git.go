@@ -260,7 +260,9 @@ func (r Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
 			fmt.Fprintf(&b, "update %s %s %s\n", u.Ref, u.New, u.Old)
 		}
 	}
-	_, err := r.Run(ctx, &b, "update-ref", "--stdin")
+	// A ref lock left by a git whose caller was killed (it finishes on its
+	// own) is waited for rather than failed on: git's default is 100 ms.
+	_, err := r.Run(ctx, &b, "-c", "core.filesRefLockTimeout=2000", "update-ref", "--stdin")
 	return err
 }
 
@@ -318,32 +320,6 @@ func (r Repo) Commits(ctx context.Context, oids ...string) ([]Commit, error) {
 		return nil
 	})
 	return cs, err
-}
-
-// TipAndRef returns commit oid with its message and the commit ref points
-// to, in one git process; ok is false when ref does not exist.
-func (r Repo) TipAndRef(ctx context.Context, oid, ref string) (tip Commit, refOID string, ok bool, err error) {
-	if !IsOID(oid) || !strings.HasPrefix(ref, "refs/") {
-		return Commit{}, "", false, fmt.Errorf("log %q %q: not an object id and a full ref", oid, ref)
-	}
-	// --ignore-missing drops a missing ref; --no-walk=unsorted drops a ref
-	// that points at oid itself, so one record is ambiguous: ask again.
-	out, err := r.Run(ctx, nil, "log", "-z", "--no-walk=unsorted", "--ignore-missing", fullFmt, "--end-of-options", oid, ref, "--")
-	if err != nil {
-		return Commit{}, "", false, err
-	}
-	var cs []Commit
-	if err := parse(bytes.NewReader(out), true, func(c Commit) error { cs = append(cs, c); return nil }); err != nil {
-		return Commit{}, "", false, err
-	}
-	switch {
-	case len(cs) == 2 && cs[0].OID == oid:
-		return cs[0], cs[1].OID, true, nil
-	case len(cs) == 1 && cs[0].OID == oid:
-		refOID, ok, err = r.ResolveRef(ctx, ref)
-		return cs[0], refOID, ok, err
-	}
-	return Commit{}, "", false, fmt.Errorf("log %s %s: unexpected output", oid, ref)
 }
 
 // Pushed is what proc-receive needs to know of a pushed tip against the

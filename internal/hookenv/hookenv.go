@@ -67,9 +67,13 @@ func Owned(name string) bool {
 	return false
 }
 
-// Encode returns h as NAME=value pairs for git's environment.
+// Encode returns h as NAME=value pairs for git's environment. Beside the
+// COLLAB_* variables it names the principal as git's committer, so that
+// the branch reflogs git writes (core.logAllRefUpdates) say who pushed:
+// the merge scan credits a merge it makes up later from there (PusherOf).
 func (h Handoff) Encode() []string {
-	env := []string{PrincipalVar + "=" + h.Principal, RootVar + "=" + h.Root}
+	env := []string{PrincipalVar + "=" + h.Principal, RootVar + "=" + h.Root,
+		"GIT_COMMITTER_NAME=" + h.Principal, "GIT_COMMITTER_EMAIL=" + h.Principal + emailSuffix}
 	if h.URL != "" {
 		env = append(env, URLVar+"="+h.URL)
 	}
@@ -77,6 +81,20 @@ func (h Handoff) Encode() []string {
 		env = append(env, AccessVar+"="+fmt.Sprintf("%s %s %d", h.Checked.Level, h.Checked.Repo, h.Checked.At.UnixMilli()))
 	}
 	return env
+}
+
+// emailSuffix marks a committer identity serve set: no mail is ever sent
+// there (.invalid is reserved, RFC 2606).
+const emailSuffix = "@collab.invalid"
+
+// PusherOf returns the principal a reflog entry's committer identity names
+// when serve set it (Encode), else access.Unknown: a local push, or one
+// made before the forge wrote reflogs.
+func PusherOf(name, email string) string {
+	if name != "" && email == name+emailSuffix && !strings.ContainsAny(name, " <>") {
+		return name
+	}
+	return access.Unknown
 }
 
 // Decode reads the hand-off through getenv (os.Getenv). A malformed access

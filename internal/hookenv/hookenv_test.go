@@ -27,8 +27,17 @@ func TestRoundTrip(t *testing.T) {
 		got.Checked.Repo != h.Checked.Repo || !got.Checked.At.Equal(at) {
 		t.Errorf("Decode(Encode(h)) = %+v, want %+v", got, h)
 	}
-	if want := "COLLAB_ACCESS=write org/demo.git 1795946400000"; h.Encode()[3] != want {
-		t.Errorf("Encode()[3] = %q, want %q", h.Encode()[3], want)
+	if want := "COLLAB_ACCESS=write org/demo.git 1795946400000"; h.Encode()[5] != want {
+		t.Errorf("Encode()[5] = %q, want %q", h.Encode()[5], want)
+	}
+	committer := env(h.Encode()...)
+	if p := PusherOf(committer("GIT_COMMITTER_NAME"), committer("GIT_COMMITTER_EMAIL")); p != "alice" {
+		t.Errorf("PusherOf(Encode) = %q", p)
+	}
+	for _, id := range [][2]string{{"Ada", "ada@example.com"}, {"", "@collab.invalid"}, {"bob", "alice@collab.invalid"}} {
+		if p := PusherOf(id[0], id[1]); p != access.Unknown {
+			t.Errorf("PusherOf(%q) = %q", id, p)
+		}
 	}
 	if d := Decode(env()); d.Principal != access.Local || d.Checked.Repo != "" || d.MergeScanBudget != 0 {
 		t.Errorf("Decode(empty) = %+v", d)
@@ -49,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 func TestWriteChecked(t *testing.T) {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	checked := func(l access.Level, repo string, at time.Time) string {
-		return Handoff{Checked: Check{Level: l, Repo: repo, At: at}}.Encode()[2]
+		return Handoff{Checked: Check{Level: l, Repo: repo, At: at}}.Encode()[4]
 	}
 	at := func(d time.Duration) string { return checked(access.Write, "org/demo.git", now.Add(d)) }
 	for _, tc := range []struct {

@@ -49,6 +49,9 @@ func CheckName(name string) error {
 	if name == access.Local {
 		return fault.New(fault.Usage, "principal name %q is reserved for pushes made on the server", name)
 	}
+	if name == access.Unknown {
+		return fault.New(fault.Usage, "principal name %q is reserved for merges whose pusher is not known", name)
+	}
 	return nil
 }
 

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collab-forge/collab/internal/collabref"
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/issues"
@@ -28,6 +29,8 @@ type Merged struct {
 	// Pinned is the revision number the scan added because the merged
 	// commit differs from every pushed revision (0: none added).
 	Pinned int
+	// By is whom the merge is credited to.
+	By string
 }
 
 // ErrTooBig stops a merge scan that reached its commit budget.
@@ -40,13 +43,18 @@ var ErrTooBig = errors.New("merge scan: more new commits than the budget")
 const ForegroundBudget = 10000
 
 // PostReceive runs the merge scan for every branch the push moved that an
-// open patch targets; other pushes cost one query. With budget > 0 an update
-// that brings more new commits than that is not scanned here but returned
-// in deferred (nothing recorded for it yet: Scan is all or nothing). So is
-// every such update of a push whose pack holds more than 5×budget objects:
-// git's walk of NEW ^OLD reads the whole range before its first commit
-// comes out, so counting commits costs most of the scan; the pack that
-// index-pack just wrote says the same for free.
+// open patch targets; other pushes cost one query. The scan starts where
+// the last completed scan of the branch ended (BranchScans): when that is
+// not this push's old tip, a scan was missed (a killed post-receive) and
+// the missed pushes are scanned first, each credited to its pusher as the
+// branch's reflog names it (or access.Unknown).
+//
+// With budget > 0 an update that brings more new commits than that is not
+// scanned here but returned in deferred (nothing recorded for it yet: Scan
+// is all or nothing). So is every such update of a push whose pack holds
+// more than 5×budget objects: git's walk of NEW ^OLD reads the whole range
+// before its first commit comes out, so counting commits costs most of the
+// scan; the pack that index-pack just wrote says the same for free.
 func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (deferred []Update, err error) {
 	start := time.Now()
 	var heads []Update
@@ -62,12 +70,22 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 	if err != nil {
 		return nil, err
 	}
+	scanned, err := BranchScans(ctx, e.DB.R(), e.Repo)
+	if err != nil {
+		return nil, err
+	}
 	var others map[string]string
 	base := ""
 	bigPack := -1 // objects in the push's pack, when it is too big; looked up once
 	for _, u := range heads {
 		branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
 		if !bases[branch] {
+			if _, ok := scanned[branch]; ok {
+				// No open patch left to find: the next one starts afresh.
+				if err := forgetScans(ctx, e.DB, e.Repo, branch); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		if budget > 0 && bigPack < 0 {
@@ -83,10 +101,15 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			deferred = append(deferred, u)
 			continue
 		}
-		revs := []string{u.New}
-		if u.Old != git.ZeroOID {
-			revs = append(revs, "^"+u.Old)
-		} else {
+		var segs []Segment
+		from, has := scanned[branch]
+		if has && from != u.Old && u.Old != git.ZeroOID {
+			if segs, err = e.missed(ctx, branch, from, u.Old); err != nil {
+				return deferred, err
+			}
+		}
+		own := Segment{Old: u.Old, New: u.New, By: e.Principal}
+		if u.Old == git.ZeroOID {
 			// A new branch: what no other branch or tag reached before this
 			// push. refs/collab/* is never excluded: it reaches every pinned
 			// revision, which are exactly the commits being looked for.
@@ -107,13 +130,14 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			}
 			for ref, oid := range others {
 				if ref != u.Ref {
-					revs = append(revs, "^"+oid)
+					own.Exclude = append(own.Exclude, oid)
 				}
 			}
 		}
-		ms0 := time.Now()
-		merged, err := e.Scan(ctx, branch, revs, u.Old, budget)
+		segs = append(segs, own)
 		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New)
+		ms0 := time.Now()
+		merged, err := e.scanSegments(ctx, branch, segs, from, budget)
 		if errors.Is(err, ErrTooBig) {
 			log.Info("merge scan", "OUTCOME", "deferred", "DURATION_MS", ms(ms0), "budget", budget)
 			e.say("collab: more than %d new commits on %s: the merge scan continues in the background", budget, branch)
@@ -124,11 +148,14 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			log.Error("merge scan", "OUTCOME", "error", "DURATION_MS", ms(ms0), "error", err.Error())
 			return deferred, err
 		}
+		if len(segs) > 1 {
+			log.Warn("merge scan", "OUTCOME", "healed", "scanned_from", from, "missed_pushes", len(segs)-1)
+		}
 		if base == "" && len(merged) > 0 {
 			base = e.baseURL(ctx)
 		}
 		for _, m := range merged {
-			log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "pinned_revision", m.Pinned, "DURATION_MS", ms(start))
+			log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned, "DURATION_MS", ms(start))
 			line := "patch " + m.PatchID + " merged into " + branch + " as " + m.Commit
 			if u := e.patchURL(base, m.PatchID); u != "" {
 				line += ": " + u
@@ -140,6 +167,85 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 		}
 	}
 	return deferred, nil
+}
+
+// Segment is one move of a branch from Old to New, by By; its commits are
+// NEW ^OLD (^Exclude too, for a branch created from nothing).
+type Segment struct {
+	Old, New string
+	By       string
+	Exclude  []string
+}
+
+func (s Segment) revs() []string {
+	revs := []string{s.New}
+	if s.Old != git.ZeroOID && s.Old != "" {
+		revs = append(revs, "^"+s.Old)
+	}
+	for _, x := range s.Exclude {
+		revs = append(revs, "^"+x)
+	}
+	return revs
+}
+
+// scanSegments scans segs in order and, with the last, records its New as
+// the branch's scanned tip (where that still is from). A segment too big
+// for budget stops everything (ErrTooBig) before the scanned tip moves.
+func (e *Env) scanSegments(ctx context.Context, branch string, segs []Segment, from string, budget int) ([]Merged, error) {
+	var out []Merged
+	for i, s := range segs {
+		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By}
+		if i == len(segs)-1 {
+			r.From, r.Done = from, s.New
+		}
+		merged, err := e.Scan(ctx, r, budget)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, merged...)
+	}
+	return out, nil
+}
+
+// missed returns the branch moves from `from` to `to` that the merge scan
+// did not see, from the branch's reflog (serve has git write it with the
+// pusher as committer: hookenv.PusherOf), oldest first; where the reflog
+// does not chain from `from` to `to`, one move credited to access.Unknown.
+func (e *Env) missed(ctx context.Context, branch, from, to string) ([]Segment, error) {
+	if ok, err := e.Git.HasObject(ctx, from); err != nil || !ok {
+		// The scanned tip is gone (a rewritten branch, pruned): the push's
+		// own range is all there is to scan.
+		return nil, err
+	}
+	log, err := e.Git.Reflog(branch)
+	if err != nil {
+		return nil, err
+	}
+	return chain(log, from, to), nil
+}
+
+// chain follows reflog entries from `from` to `to`.
+func chain(log []git.ReflogEntry, from, to string) []Segment {
+	start := -1
+	for i, en := range log {
+		if en.New == from {
+			start = i
+		}
+	}
+	if start >= 0 {
+		var segs []Segment
+		cur := from
+		for _, en := range log[start+1:] {
+			if en.Old != cur || en.Old == git.ZeroOID {
+				break
+			}
+			segs = append(segs, Segment{Old: en.Old, New: en.New, By: hookenv.PusherOf(en.Name, en.Email)})
+			if cur = en.New; cur == to {
+				return segs
+			}
+		}
+	}
+	return []Segment{{Old: from, New: to, By: access.Unknown}}
 }
 
 // MovesBranches reports whether any update creates or moves a branch, the
@@ -230,18 +336,32 @@ type match struct {
 	fixes   []string
 }
 
-// Scan walks the commits revs selects (newest first, streamed) for those
-// that equal a pinned revision of an open patch targeting branch or carry
-// its Patch: trailer, and records those patches merged by e.Principal. A
+// ScanRange is one merge scan of Branch: the commits Revs selects (as git
+// log --stdin takes them: NEW, ^OLD…), credited to By, with OldTip the
+// branch before they arrived. Done, when set, is recorded as the branch's
+// scanned tip in the scan's own transaction, where that still is From
+// (or none is recorded yet).
+type ScanRange struct {
+	Branch     string
+	Revs       []string
+	OldTip     string
+	By         string
+	From, Done string
+}
+
+// Scan walks the commits r.Revs selects (newest first, streamed) for those
+// that equal a pinned revision of an open patch targeting the branch or
+// carry its Patch: trailer, and records those patches merged by r.By. A
 // trailer match that differs from every pinned revision is first pinned as
-// the patch's last revision, with base_commit its merge base with oldTip
-// (the branch before the push; its first parent when there was none).
-// Patches that are no longer open are left alone, so Scan is idempotent.
-// With budget > 0, a walk longer than budget commits stops with ErrTooBig
-// before anything is recorded.
-func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip string, budget int) ([]Merged, error) {
-	open, pinned, err := patches.OpenTargeting(ctx, e.DB.R(), e.Repo, branch)
-	if err != nil || len(open) == 0 {
+// the patch's last revision, with base_commit its merge base with r.OldTip
+// (its first parent when there was none); its refs are written after the
+// transaction, under the refs lock (see revise). Patches that are no
+// longer open are left alone, so Scan is idempotent. With budget > 0, a
+// walk longer than budget commits stops with ErrTooBig before anything is
+// recorded.
+func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, error) {
+	open, pinned, err := patches.OpenTargeting(ctx, e.DB.R(), e.Repo, r.Branch)
+	if err != nil {
 		return nil, err
 	}
 	found := map[string]*match{}
@@ -256,31 +376,33 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 		return m
 	}
 	walked := 0
-	err = e.Git.Walk(ctx, revs, func(c git.Commit) error {
-		if walked++; budget > 0 && walked > budget {
-			return ErrTooBig
-		}
-		for _, p := range pinned[c.OID] {
-			m := get(p.PatchID)
-			if p.Number > m.number {
-				m.commit, m.parents, m.number = c.OID, c.Parents, p.Number
+	if len(open) > 0 {
+		err = e.Git.Walk(ctx, r.Revs, func(c git.Commit) error {
+			if walked++; budget > 0 && walked > budget {
+				return ErrTooBig
 			}
-			m.fixes = append(m.fixes, c.Fixes...)
-		}
-		for _, t := range c.Patch {
-			if !open[t] {
-				continue
-			}
-			m := get(t)
-			if m.commit == "" {
-				m.commit, m.parents = c.OID, c.Parents
-			}
-			if !isPinned(pinned[c.OID], t) {
+			for _, p := range pinned[c.OID] {
+				m := get(p.PatchID)
+				if p.Number > m.number {
+					m.commit, m.parents, m.number = c.OID, c.Parents, p.Number
+				}
 				m.fixes = append(m.fixes, c.Fixes...)
 			}
-		}
-		return nil
-	})
+			for _, t := range c.Patch {
+				if !open[t] {
+					continue
+				}
+				m := get(t)
+				if m.commit == "" {
+					m.commit, m.parents = c.OID, c.Parents
+				}
+				if !isPinned(pinned[c.OID], t) {
+					m.fixes = append(m.fixes, c.Fixes...)
+				}
+			}
+			return nil
+		})
+	}
 	if errors.Is(err, ErrTooBig) {
 		return nil, err
 	}
@@ -288,7 +410,14 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 		return nil, fault.Wrap(err, "merge scan failed")
 	}
 	if len(order) == 0 {
-		return nil, nil
+		// Nothing to record but the progress; a walk that found nothing new
+		// (a tip already scanned past) must not move it back.
+		if r.Done == "" || (walked == 0 && len(open) > 0) {
+			return nil, nil
+		}
+		return nil, e.DB.Write(ctx, func(tx *sql.Tx) error {
+			return recordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, e.Now())
+		})
 	}
 	bases := map[string]string{}
 	for _, id := range order {
@@ -297,8 +426,8 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 			continue
 		}
 		b := ""
-		if git.IsOID(oldTip) && oldTip != git.ZeroOID {
-			if mb, ok, err := e.Git.MergeBase(ctx, m.commit, oldTip); err != nil {
+		if git.IsOID(r.OldTip) && r.OldTip != git.ZeroOID {
+			if mb, ok, err := e.Git.MergeBase(ctx, m.commit, r.OldTip); err != nil {
 				return nil, fault.Wrap(err, "merge scan failed")
 			} else if ok {
 				b = mb
@@ -313,35 +442,44 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 		bases[id] = b
 	}
 	now := e.Now()
+	// Pinned revisions get their refs after the commit, like a push's.
+	unlock, err := LockRefs(ctx, e.Git.Dir)
+	if err != nil {
+		return nil, fault.Wrap(err, "merge scan failed")
+	}
+	defer unlock()
 	var out []Merged
+	var refs []git.RefUpdate
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
-		out = nil
-		var refs []git.RefUpdate
+		out, refs = nil, nil
 		for _, id := range order {
 			m := found[id]
 			p, ok, err := patches.Lookup(ctx, tx, e.Repo, id)
 			if err != nil {
 				return err
 			}
-			if !ok || p.State != patches.Open || p.Base != branch {
+			if !ok || p.State != patches.Open || p.Base != r.Branch {
 				continue
 			}
-			rec := Merged{PatchID: id, Branch: branch, Commit: m.commit}
+			rec := Merged{PatchID: id, Branch: r.Branch, Commit: m.commit, By: r.By}
 			if m.number == 0 {
-				rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, m.commit, bases[id], e.Principal, now)
+				rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, m.commit, bases[id], r.By, now)
 				if err != nil {
 					return err
 				}
 				if added {
 					rec.Pinned = rev.Number
-					refs = append(refs, git.RefUpdate{Ref: collabref.RevRef(id, m.commit), New: m.commit, Old: git.ZeroOID},
-						git.RefUpdate{Ref: collabref.HeadRef(id), New: m.commit})
+					revs, err := patches.Revisions(ctx, tx, e.Repo, id)
+					if err != nil {
+						return err
+					}
+					refs = append(refs, PatchRefs(id, revs)...)
 				}
 			}
 			if err := e.linkFixes(ctx, tx, id, m.fixes); err != nil {
 				return err
 			}
-			merged, err := patches.RecordMerge(ctx, tx, e.Repo, id, branch, m.commit, e.Principal, now)
+			merged, err := patches.RecordMerge(ctx, tx, e.Repo, id, r.Branch, m.commit, r.By, now)
 			if err != nil {
 				return err
 			}
@@ -349,9 +487,18 @@ func (e *Env) Scan(ctx context.Context, branch string, revs []string, oldTip str
 				out = append(out, rec)
 			}
 		}
-		return e.Git.UpdateRefs(ctx, refs)
+		if r.Done != "" {
+			return recordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, now)
+		}
+		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Git.UpdateRefs(ctx, refs); err != nil {
+		return out, fault.Wrap(err, "merge recorded, but the refs of its pinned revision could not be written (the sweep or fsck restores them)")
+	}
+	return out, nil
 }
 
 func isPinned(ps []patches.Pinned, id string) bool {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -110,6 +109,8 @@ func writeReport(w *pktline.Writer, r report) error {
 
 // received is what one refs/for command did.
 type received struct {
+	// pushed is what the tip brings to its branch.
+	pushed git.Pushed
 	patch   patches.Patch
 	rev     Revision
 	prev    *patches.Revision
@@ -169,6 +170,12 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 func (e *Env) forced(ctx context.Context, res received, tip git.Commit) bool {
 	if slices.Contains(tip.Parents, res.oldHead) {
 		return false
+	}
+	// The walk saw every commit the tip brings: the previous revision is
+	// an ancestor exactly when it is among them (or on the branch, which
+	// for an open patch means it moved here from another branch).
+	if p := res.pushed; !p.Truncated && p.New != nil && !res.retargeted {
+		return !p.New[res.oldHead]
 	}
 	if len(tip.Parents) == 1 && tip.Parents[0] == res.rev.BaseCommit && !res.retargeted {
 		return true
@@ -247,34 +254,57 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err != nil {
 		return res, git.Commit{}, err
 	}
-	tip, baseTip, ok, err := e.Git.TipAndRef(ctx, c.New, HeadsPrefix+branch)
+	// One git process reads the tip, what it brings and its merge base
+	// with the branch, unless the walk is long or the topic merged the
+	// branch in (several boundary commits): then git merge-base decides.
+	pushed, ok, err := e.Git.PushedRange(ctx, c.New, HeadsPrefix+branch, pushedLimit)
 	if err != nil {
 		return res, git.Commit{}, fault.Wrap(err, "cannot read the pushed commit and its target branch")
 	}
 	if !ok {
 		return res, git.Commit{}, fault.New(fault.NotFound, "unknown base branch %s: push to refs/for/ an existing branch", branch)
 	}
+	tip := pushed.Tip
 	if err := CheckTip(tip); err != nil {
 		return res, tip, err
 	}
-	// A commit made on top of the target's tip has that tip as its merge
-	// base: the common case needs no git merge-base.
-	mb, ok := baseTip, slices.Contains(tip.Parents, baseTip)
-	if !ok && baseTip != c.New {
-		if mb, ok, err = e.Git.MergeBase(ctx, c.New, baseTip); err != nil {
+	var mb string
+	switch {
+	case pushed.Truncated || len(pushed.Boundary) > 1:
+		if mb, ok, err = e.Git.MergeBaseRef(ctx, c.New, HeadsPrefix+branch); err != nil {
 			return res, tip, fault.Wrap(err, "cannot find the merge base")
 		}
-		if !ok {
-			return res, tip, fault.New(fault.Usage, "commit %s shares no history with %s", c.New[:12], branch)
+	case len(pushed.New) == 0:
+		mb, ok = c.New, true
+	default:
+		mb, ok = "", len(pushed.Boundary) == 1
+		if ok {
+			mb = pushed.Boundary[0]
 		}
+	}
+	if !ok {
+		return res, tip, fault.New(fault.Usage, "commit %s shares no history with %s", c.New[:12], branch)
 	}
 	if mb == c.New {
 		return res, tip, fault.New(fault.Usage, "no new changes: commit %s is already on %s", c.New[:12], branch)
 	}
+	res.pushed = pushed
 	msg := string(tip.Message)
 	now := e.Now()
+	// The refs lock orders this push's ref update after any other's that
+	// committed earlier. The revision's row commits first and its refs are
+	// written after: a run killed in between leaves a row whose refs the
+	// next push of the patch (PatchRefs rewrites them all), the sweep or
+	// fsck restores; the pushed objects are already out of the quarantine
+	// when proc-receive runs. Never a ref without its row.
+	unlock, err := LockRefs(ctx, e.Git.Dir)
+	if err != nil {
+		return res, tip, fault.Wrap(err, "cannot lock the patch refs")
+	}
+	defer unlock()
+	var all []Revision
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
-		res = received{}
+		res = received{pushed: pushed}
 		var id string
 		var err error
 		switch {
@@ -358,30 +388,32 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 			return err
 		}
 		res.rev, res.added = rev, added
+		all = revs
 		if !added {
 			res.oldHead = c.New
 			return nil
 		}
+		all = append(revs, rev)
 		if len(revs) > 0 {
 			prev := revs[len(revs)-1]
 			res.prev = &prev
 		}
-		// The refs move inside the transaction: if git refuses, nothing is
-		// recorded; if the commit fails after they moved, fsck adopts them.
-		return e.Git.UpdateRefs(ctx, []git.RefUpdate{
-			{Ref: collabref.RevRef(id, c.New), New: c.New, Old: git.ZeroOID},
-			{Ref: collabref.HeadRef(id), New: c.New},
-		})
+		// From now on the merge scan of this branch has a starting point
+		// (see BranchScans): a post-receive killed later is made up.
+		return startScans(ctx, tx, e.Repo, branch, mb, now)
 	})
 	if err != nil {
-		var ge *git.Error
-		if errors.As(err, &ge) {
-			return res, tip, fault.Wrap(err, "cannot update the patch refs")
-		}
 		return res, tip, err
+	}
+	if err := e.Git.UpdateRefs(ctx, PatchRefs(res.patch.ID, all)); err != nil {
+		return res, tip, fault.Wrap(err, fmt.Sprintf("revision %d of patch %s is recorded but its refs could not be written; push again to finish", res.rev.Number, res.patch.ID))
 	}
 	return res, tip, nil
 }
+
+// pushedLimit bounds the commits of a refs/for push proc-receive reads in
+// its one walk; a longer series asks git merge-base.
+const pushedLimit = 1000
 
 // linkIssues resolves the issues a push names (fixes= options and Fixes:
 // trailers), refuses to link one whose live lease another principal holds

@@ -27,11 +27,14 @@ import (
 var Hooks = []string{"pre-receive", "proc-receive", "post-receive"}
 
 // gitConfig is what every collab repository needs: refs/for goes to
-// proc-receive, push options are advertised, and refs/collab is hidden from
-// receive-pack (a second wall behind pre-receive; upload-pack still serves it).
+// proc-receive, push options are advertised, refs/collab is hidden from
+// receive-pack (a second wall behind pre-receive; upload-pack still serves
+// it), and branch moves are logged (with the pusher as committer, which
+// serve sets) so that a merge scan made up later credits the real pusher.
 var gitConfig = [][2]string{
 	{"receive.procReceiveRefs", "refs/for"},
 	{"receive.advertisePushOptions", "true"},
+	{"core.logAllRefUpdates", "true"},
 	{"receive.hideRefs", strings.TrimSuffix(collabref.Prefix, "/")},
 }
 

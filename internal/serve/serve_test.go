@@ -150,15 +150,17 @@ func TestGitCommands(t *testing.T) {
 	}
 }
 
-// git and the hooks get PATH, HOME, the principal, the root, GIT_PROTOCOL
-// and serve's own COLLAB_* variables, nothing else.
+// git and the hooks get PATH, HOME, the principal (also as git's committer,
+// for the branch reflogs), the root, GIT_PROTOCOL and serve's own COLLAB_*
+// variables, nothing else.
 func TestCleanEnvironment(t *testing.T) {
 	f := setup(t)
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	at := func(r *Request) { r.Now = func() time.Time { return now } }
 	res := f.run(t, "alice", "git-receive-pack 'demo.git'", at)
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir,
-		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_ACCESS=write demo.git 1795946400000"}
+		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_ACCESS=write demo.git 1795946400000",
+		"GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid"}
 	if !sameSet(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
 	}
@@ -168,7 +170,7 @@ func TestCleanEnvironment(t *testing.T) {
 		r.URL = "http://override.test"
 	})
 	want = []string{"PATH=" + DefaultPath, "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir, "COLLAB_URL=http://override.test",
-		"COLLAB_ACCESS=write demo.git 1795946400000"}
+		"COLLAB_ACCESS=write demo.git 1795946400000", "GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid"}
 	if !sameSet(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
 	}
