@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
-	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/patches"
 )

@@ -110,7 +110,7 @@ func writeReport(w *pktline.Writer, r report) error {
 // received is what one refs/for command did.
 type received struct {
 	// pushed is what the tip brings to its branch.
-	pushed git.Pushed
+	pushed  git.Pushed
 	patch   patches.Patch
 	rev     Revision
 	prev    *patches.Revision
