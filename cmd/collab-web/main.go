@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
 	"github.com/collab-forge/collab/internal/webhook"
@@ -34,6 +35,10 @@ func main() {
 			&cli.StringFlag{Name: "root", EnvVars: []string{"COLLAB_ROOT"}, Value: forge.DefaultDir},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080"},
 			&cli.StringFlag{Name: "url", EnvVars: []string{"COLLAB_URL"}},
+			&cli.DurationFlag{Name: "sweep-every", Value: 5 * time.Second,
+				Usage: "how often to make up what killed hooks left undone (missed merge scans, revision refs)"},
+			&cli.DurationFlag{Name: "sweep-grace", Value: 10 * time.Second,
+				Usage: "leave a branch that moved less than this ago to its own post-receive"},
 		},
 		Action: serve,
 	}
@@ -79,8 +84,11 @@ func serve(c *cli.Context) error {
 	// it, wait lets it finish its last transaction.
 	bctx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Add(1)
+	bg.Add(2)
 	go func() { defer bg.Done(); background(bctx, root, db, log); <-bctx.Done() }()
+	// The push sweeper: merge scans and refs that killed hooks missed.
+	sw := &push.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
+	go func() { defer bg.Done(); sw.Run(bctx, c.Duration("sweep-every")) }()
 	defer func() { stopBackground(); bg.Wait() }()
 
 	errc := make(chan error, 1)

@@ -6,6 +6,9 @@
 //	refs/collab/patches/ID/rev/OID   revision commit OID of patch ID
 //	refs/collab/patches/ID/head      the patch's latest revision
 //	refs/collab/patches/ID/record    the patch's exported record
+//	refs/collab/patches/ID/recovered/OID
+//	                                 a commit fsck kept but did not number
+//	                                 (work the database lacked)
 //	refs/collab/issues/ID            the issue's exported record
 package collabref
 
@@ -29,6 +32,10 @@ func RevRef(id, oid string) string { return Patches + id + "/rev/" + oid }
 // HeadRef follows the latest revision of patch id.
 func HeadRef(id string) string { return Patches + id + "/head" }
 
+// RecoveredRef keeps commit oid of patch id that fsck found pinned without
+// a revision row and could not number as the patch's next revision.
+func RecoveredRef(id, oid string) string { return Patches + id + "/recovered/" + oid }
+
 // RecordRef holds the exported record of patch id.
 func RecordRef(id string) string { return Patches + id + "/record" }
 
@@ -45,6 +52,7 @@ const (
 	Head
 	Record
 	Issue
+	Recovered
 )
 
 func (k Kind) String() string {
@@ -57,12 +65,14 @@ func (k Kind) String() string {
 		return "record"
 	case Issue:
 		return "issue"
+	case Recovered:
+		return "recovered"
 	}
 	return "unknown"
 }
 
 // Ref is a parsed collab ref: ID is the patch or issue id, OID the commit a
-// revision ref names (Rev only).
+// revision or recovered ref names.
 type Ref struct {
 	Kind Kind
 	ID   string
@@ -97,6 +107,11 @@ func Parse(ref string) (r Ref, ok bool) {
 		if git.IsOID(oid) {
 			return Ref{Kind: Rev, ID: id, OID: oid}, true
 		}
+	case strings.HasPrefix(tail, "recovered/"):
+		oid := strings.TrimPrefix(tail, "recovered/")
+		if git.IsOID(oid) {
+			return Ref{Kind: Recovered, ID: id, OID: oid}, true
+		}
 	}
 	return Ref{}, false
 }
@@ -112,6 +127,8 @@ func (r Ref) String() string {
 		return RecordRef(r.ID)
 	case Issue:
 		return IssueRef(r.ID)
+	case Recovered:
+		return RecoveredRef(r.ID, r.OID)
 	}
 	return ""
 }

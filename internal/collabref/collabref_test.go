@@ -17,6 +17,7 @@ func TestParse(t *testing.T) {
 		{HeadRef(id), Ref{Kind: Head, ID: id}, true},
 		{RecordRef(id), Ref{Kind: Record, ID: id}, true},
 		{IssueRef(id), Ref{Kind: Issue, ID: id}, true},
+		{RecoveredRef(id, oid), Ref{Kind: Recovered, ID: id, OID: oid}, true},
 		{"refs/collab/patches/1234abcd/rev/xyz", Ref{}, false},
 		{"refs/collab/patches/1234abcd/rev/" + oid + "/x", Ref{}, false},
 		{"refs/collab/patches/a/b/head", Ref{}, false},

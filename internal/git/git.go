@@ -424,6 +424,59 @@ func (r Repo) MergeBaseRef(ctx context.Context, a, ref string) (base string, ok 
 	return strings.TrimSpace(string(out)), true, nil
 }
 
+// CommitTimes returns the committer time of each of oids (commits).
+func (r Repo) CommitTimes(ctx context.Context, oids ...string) (map[string]time.Time, error) {
+	for _, o := range oids {
+		if !IsOID(o) {
+			return nil, fmt.Errorf("log %q: not an object id", o)
+		}
+	}
+	out := map[string]time.Time{}
+	if len(oids) == 0 {
+		return out, nil
+	}
+	b, err := r.Run(ctx, nil, append([]string{"log", "--no-walk=unsorted", "--format=%H %ct", "--end-of-options"}, oids...)...)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		oid, t, _ := strings.Cut(l, " ")
+		if sec, err := strconv.ParseInt(t, 10, 64); err == nil && IsOID(oid) {
+			out[oid] = time.Unix(sec, 0)
+		}
+	}
+	return out, nil
+}
+
+// Unreached reports whether commit oid holds history that none of known
+// (commits) reaches: work that would be lost with the refs naming it.
+func (r Repo) Unreached(ctx context.Context, oid string, known []string) (bool, error) {
+	if !IsOID(oid) {
+		return false, fmt.Errorf("rev-list %q: not an object id", oid)
+	}
+	var in strings.Builder
+	in.WriteString(oid + "\n")
+	for _, k := range known {
+		if IsOID(k) {
+			in.WriteString("^" + k + "\n")
+		}
+	}
+	out, err := r.Run(ctx, strings.NewReader(in.String()), "rev-list", "-n", "1", "--stdin")
+	if err != nil {
+		return false, err
+	}
+	return len(bytes.TrimSpace(out)) > 0, nil
+}
+
+// DefaultBranch is the branch HEAD names (without refs/heads/), or "main".
+func (r Repo) DefaultBranch(ctx context.Context) string {
+	out, err := r.Run(ctx, nil, "symbolic-ref", "--quiet", "HEAD")
+	if b, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "refs/heads/"); err == nil && ok && b != "" {
+		return b
+	}
+	return "main"
+}
+
 // ReflogEntry is one line of a ref's reflog: the ref moved from Old to New,
 // by the committer identity git had (Name, Email) at Time.
 type ReflogEntry struct {

@@ -347,6 +347,8 @@ type ScanRange struct {
 	OldTip     string
 	By         string
 	From, Done string
+	// DryRun only reports what the scan would record (fsck --dry-run).
+	DryRun bool
 }
 
 // Scan walks the commits r.Revs selects (newest first, streamed) for those
@@ -408,6 +410,13 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 	}
 	if err != nil {
 		return nil, fault.Wrap(err, "merge scan failed")
+	}
+	if r.DryRun {
+		var out []Merged
+		for _, id := range order {
+			out = append(out, Merged{PatchID: id, Branch: r.Branch, Commit: found[id].commit, By: r.By})
+		}
+		return out, nil
 	}
 	if len(order) == 0 {
 		// Nothing to record but the progress; a walk that found nothing new

@@ -118,6 +118,10 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 	return nil
 }
 
+// Config returns the git configuration every collab repository has, as
+// key and value pairs (fsck compares).
+func Config() [][2]string { return append([][2]string(nil), gitConfig...) }
+
 // Shim is the text of hook h: exec BINARY --root ROOT hook H.
 func Shim(binary, rootDir, hook string) string {
 	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook)
