@@ -252,11 +252,14 @@ func (r Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
 		if strings.ContainsAny(u.Ref, "\n\x00 ") {
 			return fmt.Errorf("update-ref: bad ref name %q", u.Ref)
 		}
-		if u.New == ZeroOID {
+		switch {
+		case u.New == ZeroOID && u.Old == "":
+			fmt.Fprintf(&b, "delete %s\n", u.Ref)
+		case u.New == ZeroOID:
 			fmt.Fprintf(&b, "delete %s %s\n", u.Ref, u.Old)
-		} else if u.Old == "" {
+		case u.Old == "":
 			fmt.Fprintf(&b, "update %s %s\n", u.Ref, u.New)
-		} else {
+		default:
 			fmt.Fprintf(&b, "update %s %s %s\n", u.Ref, u.New, u.Old)
 		}
 	}

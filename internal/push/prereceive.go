@@ -82,7 +82,7 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 // be spelled refs/heads/BASE, as Gerrit allows.
 func BaseOf(ref string) (string, error) {
 	b := strings.TrimPrefix(strings.TrimPrefix(ref, ForPrefix), HeadsPrefix)
-	if b == "" || strings.HasPrefix(b, "-") || strings.ContainsAny(b, " \t\n\x00") {
+	if b == "" || strings.HasPrefix(b, "-") || !git.IsFullRef(HeadsPrefix+b) {
 		return "", fault.New(fault.Usage, "bad target %s: push to refs/for/BRANCH", ref)
 	}
 	return b, nil
