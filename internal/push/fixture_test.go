@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,14 +57,17 @@ func (f *testForge) git(args ...string) string {
 	committer := "Ada"
 	email := "ada@example.com"
 	if len(args) > 0 && strings.HasPrefix(args[0], "as=") {
-		committer = strings.TrimPrefix(args[0], "as=")
-		email = committer + "@collab.invalid"
+		if committer = strings.TrimPrefix(args[0], "as="); committer != "Ada" {
+			email = committer + "@collab.invalid" // as serve has git name a principal
+		}
 		args = args[1:]
 	}
 	cmd := exec.Command("git", args...)
 	cmd.Dir = f.work
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
-		"GIT_COMMITTER_NAME="+committer, "GIT_COMMITTER_EMAIL="+email, "GIT_CONFIG_NOSYSTEM=1", "HOME="+f.work)
+		"GIT_COMMITTER_NAME="+committer, "GIT_COMMITTER_EMAIL="+email, "GIT_CONFIG_NOSYSTEM=1", "HOME="+f.work,
+		// The forge's clock, for commits and reflog entries alike.
+		fmt.Sprintf("GIT_COMMITTER_DATE=@%d +0000", f.now.Unix()), fmt.Sprintf("GIT_AUTHOR_DATE=@%d +0000", f.now.Unix()))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		f.t.Fatalf("git %v: %v\n%s", args, err, out)

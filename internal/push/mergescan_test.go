@@ -1,0 +1,160 @@
+package push
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/collabref"
+	"github.com/collab-forge/collab/internal/git"
+)
+
+// moveMain points the bare repository's main at the working clone's HEAD
+// as a push by committer `as` would (its reflog names him) and returns
+// the update post-receive would get.
+func (f *testForge) moveMain(as string) Update {
+	f.t.Helper()
+	before, _, err := f.env.Git.ResolveRef(f.ctx, "refs/heads/main")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.git("as="+as, "push", "-q", "-f", f.bare, "HEAD:refs/heads/main")
+	return Update{Old: before, New: f.git("rev-parse", "HEAD"), Ref: "refs/heads/main"}
+}
+
+// The merge scan's kinds: a fast-forward, a merge commit, a rebase and a
+// squash each mark the patch merged; a rebase or a squash first pins the
+// merged commit as the last revision, with the old tip's merge base.
+func TestMergeScanKinds(t *testing.T) {
+	for _, kind := range []string{"ff", "merge", "rebase", "squash"} {
+		t.Run(kind, func(t *testing.T) {
+			f := newForge(t)
+			f.git("checkout", "-q", "-b", "topic")
+			rev := f.commit("Topic\n\nPatch: " + pid)
+			f.procReceive("refs/for/main", rev)
+			f.git("checkout", "-q", "main")
+			if kind != "ff" {
+				f.commit("Meanwhile on main")
+			}
+			switch kind {
+			case "ff":
+				f.git("merge", "-q", "--ff-only", "topic")
+			case "merge":
+				f.git("merge", "-q", "--no-ff", "-m", "Merge topic", "topic")
+			case "rebase":
+				f.git("cherry-pick", "--allow-empty", rev)
+			case "squash":
+				f.git("merge", "-q", "--squash", "topic")
+				f.git("commit", "-q", "--allow-empty", "-m", "Topic, squashed\n\nPatch: "+pid)
+			}
+			u := f.moveMain("bob")
+			f.env.Principal = "bob"
+			f.said.Reset()
+			deferred, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget)
+			if err != nil || len(deferred) != 0 {
+				t.Fatalf("PostReceive: %v %v", deferred, err)
+			}
+			want := rev
+			if kind == "rebase" || kind == "squash" {
+				want = u.New
+			}
+			if v := f.query("SELECT state || '|' || merged_commit || '|' || merged_by FROM patches WHERE id = ?", pid); v != "merged|"+want+"|bob" {
+				t.Errorf("patch %q, want merged|%s|bob", v, want)
+			}
+			if !strings.Contains(f.said.String(), "patch "+pid+" merged into main as "+want) {
+				t.Errorf("pusher saw %q", f.said.String())
+			}
+			revs := f.query("SELECT number || ':' || commit_oid || ':' || pusher FROM revisions WHERE patch_id = ? ORDER BY number", pid)
+			if kind == "rebase" || kind == "squash" {
+				if revs != "1:"+rev+":alice,2:"+want+":bob" {
+					t.Errorf("revisions %q: want the merged commit pinned as revision 2", revs)
+				}
+				if r := f.refs(); r[collabref.RevRef(pid, want)] != want || r[collabref.HeadRef(pid)] != want {
+					t.Errorf("refs %v", r)
+				}
+				if mb := f.query("SELECT base_commit FROM revisions WHERE patch_id = ? AND number = 2", pid); mb != u.Old {
+					t.Errorf("pinned revision's base %s, want the old tip %s", mb, u.Old)
+				}
+			} else if revs != "1:"+rev+":alice" {
+				t.Errorf("revisions %q", revs)
+			}
+			if v := f.query("SELECT tip FROM branch_scans WHERE branch = 'main'"); v != u.New {
+				t.Errorf("scanned tip %q, want %s", v, u.New)
+			}
+			// Idempotent: scanning again records nothing more.
+			if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
+				t.Fatal(err)
+			}
+			if v := f.query("SELECT count(*) FROM events WHERE event = 'merge.recorded'"); v != "1" {
+				t.Errorf("%s merge.recorded events", v)
+			}
+		})
+	}
+}
+
+// A merge whose post-receive was killed is recorded by the next push to
+// the branch, credited to whoever pushed it as the reflog says; without a
+// reflog entry naming a principal, to "unknown".
+func TestMergeScanHeals(t *testing.T) {
+	for _, tc := range []struct {
+		as, want string
+	}{{"carol", "carol"}, {"Ada", "unknown"}} {
+		t.Run(tc.want, func(t *testing.T) {
+			f := newForge(t)
+			f.git("checkout", "-q", "-b", "topic")
+			rev := f.commit("Topic\n\nPatch: " + pid)
+			f.procReceive("refs/for/main", rev)
+			f.git("checkout", "-q", "main")
+			f.git("merge", "-q", "--ff-only", "topic")
+			f.moveMain(tc.as) // its post-receive never ran
+			f.commit("Later")
+			u := f.moveMain("dave")
+			f.env.Principal = "dave"
+			if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
+				t.Fatal(err)
+			}
+			if v := f.query("SELECT state || '|' || merged_commit || '|' || merged_by FROM patches WHERE id = ?", pid); v != "merged|"+rev+"|"+tc.want {
+				t.Errorf("patch %q, want merged by %s", v, tc.want)
+			}
+		})
+	}
+}
+
+// The sweeper makes up a missed scan once the branch has been still for
+// its grace period, and restores the refs of a recent revision whose
+// proc-receive was killed after its commit.
+func TestSweeper(t *testing.T) {
+	f := newForge(t)
+	f.git("checkout", "-q", "-b", "topic")
+	rev := f.commit("Topic\n\nPatch: " + pid)
+	f.procReceive("refs/for/main", rev)
+	f.git("checkout", "-q", "main")
+	f.git("merge", "-q", "--ff-only", "topic")
+	f.moveMain("carol")
+	if err := f.env.Git.UpdateRefs(f.ctx, []git.RefUpdate{{Ref: collabref.RevRef(pid, rev), New: git.ZeroOID}, {Ref: collabref.HeadRef(pid), New: git.ZeroOID}}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweeper{Root: f.env.Root, DB: f.db, Now: func() time.Time { return f.now }, Grace: time.Minute}
+	rep, err := s.Once(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Within the grace period the branch is left to its post-receive; the
+	// refs are restored at once.
+	if v := f.query("SELECT state FROM patches WHERE id = ?", pid); v != "open" || rep.Healed != 0 || rep.Refs != 2 {
+		t.Errorf("within grace: patch %s, report %+v", v, rep)
+	}
+	if r := f.refs(); r[collabref.RevRef(pid, rev)] != rev || r[collabref.HeadRef(pid)] != rev {
+		t.Errorf("refs %v", r)
+	}
+	f.now = f.now.Add(time.Hour)
+	if rep, err = s.Once(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.query("SELECT state || '|' || merged_by FROM patches WHERE id = ?", pid); v != "merged|carol" || rep.Healed != 1 || rep.Merged != 1 {
+		t.Errorf("after grace: patch %s, report %+v", v, rep)
+	}
+	if rep, err = s.Once(f.ctx); err != nil || rep != (SweepReport{}) {
+		t.Errorf("a third sweep: %+v %v", rep, err)
+	}
+}
