@@ -45,6 +45,10 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 	buf := make([]byte, n-4)
 	if _, err := io.ReadFull(r.r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			// A length with no payload after it is a cut, not a clean end.
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, fmt.Errorf("pkt-line: short packet: %w", err)
 	}
 	if l := len(buf); l > 0 && buf[l-1] == '\n' {

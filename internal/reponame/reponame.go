@@ -43,6 +43,11 @@ func Key(name string) (string, error) {
 	}
 	n = strings.TrimSuffix(n, "/")
 	n = strings.TrimSuffix(n, ".git") + ".git"
+	if len(n) > MaxLen {
+		// Checked on the key too, so that a key is always a valid name
+		// (hooks check that Key(key) == key).
+		return "", bad("too long")
+	}
 	for _, seg := range strings.Split(n, "/") {
 		switch {
 		case seg == "" || seg == ".git":
