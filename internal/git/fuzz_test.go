@@ -11,7 +11,7 @@ import (
 // trailer values come back trimmed and split on git's separator.
 func FuzzParse(f *testing.F) {
 	oid := strings.Repeat("a", 40)
-	f.Add([]byte(oid + "\x00\x00Patch1\x1fPatch2\x00ab\x00msg\x00"), true)
+	f.Add([]byte(oid+"\x00\x00Patch1\x1fPatch2\x00ab\x00msg\x00"), true)
 	f.Add([]byte(oid+"\x00"+oid+" "+oid+"\x00\x00\x00"), false)
 	f.Add([]byte(">"+oid+"\x00\x00 x \x00\x00m\x00-"+oid+"\x00\x00\x00\x00\x00"), true)
 	f.Add([]byte("\x00\x00\x00"), false)
