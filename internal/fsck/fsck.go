@@ -463,17 +463,25 @@ func (c *Checker) adoptAll(ctx context.Context, s *refState, id string, oids []s
 		}
 		return cands[i].oid < cands[j].oid
 	})
-	var latest time.Time
+	var latest time.Time // the latest revision's commit time
 	if len(revs) > 0 {
 		latest = times[revs[len(revs)-1].Commit]
 	}
 	var adopt []candidate
 	for _, cd := range cands {
-		if len(revs) > 0 && cd.at.Before(latest) {
+		newer := len(revs) == 0 || cd.at.After(latest)
+		if !newer && cd.at.Equal(latest) {
+			// Commit times have seconds: within one, descent decides.
+			if newer, err = s.g.IsAncestor(ctx, revs[len(revs)-1].Commit, cd.oid); err != nil {
+				return nil, err
+			}
+		}
+		if !newer {
 			ref := collabref.RevRef(id, cd.oid)
 			keep := collabref.RecoveredRef(id, cd.oid)
 			s.update(git.RefUpdate{Ref: keep, New: cd.oid})
 			s.update(git.RefUpdate{Ref: ref, New: git.ZeroOID, Old: s.refs[ref]})
+			s.known = append(s.known, cd.oid) // the kept ref reaches it now
 			c.problem(true, "%s: ref %s had no revision row and is older than revision %d of patch %s; kept as %s, not numbered",
 				s.name, ref, revs[len(revs)-1].Number, id, keep)
 			continue
