@@ -120,14 +120,14 @@ func (f *crashForge) fsckClean(deadline time.Duration) string {
 
 // killer sends SIGKILL to random collab-hook processes of root (serve and
 // the hooks; not the git they exec or start) until stop is closed.
-func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed uint64) {
+func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed uint64, maxGap int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	marker := []byte("--root\x00" + root + "\x00")
 	for {
 		select {
 		case <-stop:
 			return
-		case <-time.After(time.Duration(rng.IntN(60)) * time.Millisecond):
+		case <-time.After(time.Duration(rng.IntN(maxGap)) * time.Millisecond):
 		}
 		ents, err := os.ReadDir("/proc")
 		if err != nil {
@@ -144,9 +144,21 @@ func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed
 				continue
 			}
 			cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err == nil && bytes.Contains(cl, marker) && !bytes.Contains(cl, []byte("\x00fsck\x00")) {
-				pids = append(pids, pid)
+			if err != nil || !bytes.Contains(cl, marker) || bytes.Contains(cl, []byte("\x00fsck\x00")) {
+				continue
 			}
+			// A child collab-hook has forked but not yet exec'd looks like
+			// collab-hook too: that is git about to start, not ours to kill.
+			if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+				if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+					if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+						if pexe, _ := os.Readlink("/proc/" + f[1] + "/exe"); pexe == binary {
+							continue
+						}
+					}
+				}
+			}
+			pids = append(pids, pid)
 		}
 		if len(pids) == 0 {
 			continue
@@ -163,7 +175,8 @@ func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed
 // squashes), each retried until it goes through. Every retry succeeds (no
 // refusal a leftover could cause); without any fsck the forge is
 // consistent once collab-web's sweep has run; then fsck finds 0 problems.
-// COLLAB_KILLTEST_OPS sizes it (default 300 pushes; 0 skips).
+// COLLAB_KILLTEST_OPS sizes it (default 300 pushes; 0 skips);
+// COLLAB_KILLTEST_MAXGAP_MS bounds the pause between kills (default 300).
 func TestKillPushes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
@@ -187,6 +200,7 @@ func TestKillPushes(t *testing.T) {
 	f.run(seedDir, "git", "commit", "-q", "--allow-empty", "-m", "init")
 	for w := 0; w < workers; w++ {
 		f.run(seedDir, "git", "push", "-q", repoURL, fmt.Sprintf("HEAD:refs/heads/b%d", w))
+		f.run("", "git", "clone", "-q", "-b", fmt.Sprintf("b%d", w), repoURL, filepath.Join(f.home, fmt.Sprintf("w%d", w)))
 	}
 	f.startWeb()
 
@@ -203,7 +217,12 @@ func TestKillPushes(t *testing.T) {
 	var kills atomic.Int64
 	var kwg sync.WaitGroup
 	kwg.Add(1)
-	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, seed) }()
+	// A kill every 150 ms on average: about one push in three is hit.
+	maxGap := 300
+	if v, err := strconv.Atoi(os.Getenv("COLLAB_KILLTEST_MAXGAP_MS")); err == nil && v > 0 {
+		maxGap = v
+	}
+	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, seed, maxGap) }()
 
 	// push retries a push until it goes through; a failure that is a
 	// refusal by collab (not a kill) is recorded.
@@ -235,7 +254,23 @@ func TestKillPushes(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, uint64(w)+2))
 			dir := filepath.Join(f.home, fmt.Sprintf("w%d", w))
 			branch := fmt.Sprintf("b%d", w)
-			f.run("", "git", "clone", "-q", "-b", branch, seedDir, dir)
+			// t.Fatal may not be called here: a failed git stops this worker.
+			type stopWorker struct{}
+			defer func() {
+				if r := recover(); r != nil && r != (stopWorker{}) {
+					panic(r)
+				}
+			}()
+			run := func(dir, name string, args ...string) string {
+				out, err := f.try(dir, name, args...)
+				if err != nil {
+					t.Errorf("worker %d: %s %s: %v\n%s", w, name, strings.Join(args, " "), err, out)
+					panic(stopWorker{})
+				}
+				return strings.TrimSpace(out)
+			}
+			f := struct{ run func(dir, name string, args ...string) string }{run}
+
 			var open []string // patch ids, oldest first
 			tips := map[string]string{}
 			n := 0
@@ -325,6 +360,12 @@ func TestKillPushes(t *testing.T) {
 	if t.Failed() {
 		log, _ := os.ReadFile(f.webLg)
 		t.Logf("collab-web log:\n%s", log)
+		hooks, _ := os.ReadFile(filepath.Join(f.root, "log", "collab-hook.log"))
+		for _, l := range strings.Split(string(hooks), "\n") {
+			if strings.Contains(l, `"error"`) {
+				t.Logf("hook log: %s", l)
+			}
+		}
 	}
 }
 
