@@ -269,7 +269,9 @@ func TestKillPushes(t *testing.T) {
 				}
 				return strings.TrimSpace(out)
 			}
-			f := struct{ run func(dir, name string, args ...string) string }{run}
+			f := struct {
+				run func(dir, name string, args ...string) string
+			}{run}
 
 			var open []string // patch ids, oldest first
 			tips := map[string]string{}
