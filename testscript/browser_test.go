@@ -109,16 +109,15 @@ func newForge(t *testing.T) *forgeT {
 		logf.Close()
 	})
 	f.url = "http://" + addr
-	for i := 0; ; i++ {
+	for deadline := time.Now().Add(patience); ; time.Sleep(25 * time.Millisecond) {
 		res, err := http.Get(f.url + "/healthz")
 		if err == nil {
 			res.Body.Close()
 			break
 		}
-		if i > 200 {
+		if time.Now().After(deadline) {
 			t.Fatalf("collab-web did not start: %v", err)
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 	return f
 }

@@ -257,7 +257,7 @@ func launch(ts *testscript.TestScript, what, logPath, ready string, cmd func(por
 			}
 			logf.Close()
 		}
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(patience); ; time.Sleep(20 * time.Millisecond) {
 			log, _ := os.ReadFile(logPath)
 			if strings.Contains(string(log), ready) {
 				return port, stop
@@ -485,7 +485,7 @@ func cmdJournalFlush(ts *testscript.TestScript, neg bool, args []string) {
 	_, err = c.Write([]byte(journalFlushMarker + nonce))
 	ts.Check(err)
 	want := `"TEST_FLUSH":"` + nonce + `"`
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(patience); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, _ := os.ReadFile(filepath.Join(ts.Getenv("WORK"), "journal.jsonl"))
 		if bytes.Contains(b, []byte(want)) {
 			return
@@ -651,15 +651,14 @@ func TestDeployInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sshd.Process.Kill(); _ = sshd.Wait() })
-	for i := 0; ; i++ {
+	for deadline := time.Now().Add(patience); ; time.Sleep(25 * time.Millisecond) {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
 			break
 		}
-		if i == 200 {
+		if time.Now().After(deadline) {
 			t.Fatalf("sshd did not start: %s", sshdLog.String())
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
 	sshCmd := fmt.Sprintf("ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR", key)
 	ssh := func(args ...string) (string, error) {

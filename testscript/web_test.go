@@ -25,11 +25,13 @@ import (
 //	                                one request; the response body goes to stdout,
 //	                                "status N" and the headers to stderr; fails on
 //	                                a status of 400 or more (so use ! for refusals)
+//	web, api                        the same to $WEB_URL+PATH, api with a
+//	                                principal's token (see session_test.go)
 //	jsonvar NAME FIELD              sets $NAME to FIELD of the JSON in the last stdout
+//	                                (FIELD: a.b, or 0.id for an array's first element)
 func webCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"web-start": cmdWebStart,
-		"http":      cmdHTTP,
 		"jsonvar":   cmdJSONVar,
 	}
 }
@@ -66,7 +68,7 @@ func cmdWebStart(ts *testscript.TestScript, neg bool, args []string) {
 		logf.Close()
 	})
 	url := "http://" + addr
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		resp, err := http.Get(url + "/healthz")
 		if err == nil {
@@ -83,27 +85,72 @@ func cmdWebStart(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("WEB_URL", url)
 }
 
-func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
+// planHTTP plans one request of http, web or api.
+func planHTTP(ts *testscript.TestScript, args []string) plan {
+	kind := args[0]
+	usage := map[string]string{
+		"http": "http [-H 'K: V']… METHOD URL [BODY]",
+		"web":  "web [-H 'K: V']… METHOD PATH [BODY]",
+		"api":  "api [-H 'K: V']… NAME METHOD PATH [BODY]",
+	}[kind]
+	var hs list
+	f := newFlags(ts, usage)
+	f.Var(&hs, "H", "")
+	min := 2
+	if kind == "api" {
+		min = 3
+	}
+	rest := f.parse(args[1:], min)
+	if len(rest) > min+1 {
+		ts.Fatalf("usage: %s", usage)
+	}
 	var headers [][2]string
-	for len(args) >= 2 && args[0] == "-H" {
-		k, v, ok := strings.Cut(args[1], ":")
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, ":")
 		if !ok {
-			ts.Fatalf("http: bad header %q", args[1])
+			ts.Fatalf("%s: bad header %q", kind, h)
 		}
 		headers = append(headers, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
-		args = args[2:]
 	}
-	if len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: http [-H 'K: V']... METHOD URL [BODY]")
+	if kind == "api" {
+		headers = append(headers, [2]string{"Authorization", "Bearer " + apiToken(ts, rest[0])})
+		rest = rest[1:]
+		hasType := false
+		for _, h := range headers {
+			hasType = hasType || strings.EqualFold(h[0], "Content-Type")
+		}
+		if len(rest) == 3 && !hasType {
+			headers = append(headers, [2]string{"Content-Type", "application/json"})
+		}
 	}
-	var body io.Reader
-	if len(args) == 3 {
-		body = strings.NewReader(args[2])
+	method, url := rest[0], rest[1]
+	if kind != "http" {
+		base := ts.Getenv("WEB_URL")
+		if base == "" {
+			ts.Fatalf("%s: no web-start in this script", kind)
+		}
+		url = base + url
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	body, hasBody := "", len(rest) == 3
+	if hasBody {
+		body = rest[2]
+	}
+	return plan{want: -1, call: func() result { return request(method, url, headers, body, hasBody) }}
+}
+
+// request sends one request: the body is stdout, "status N" and the
+// headers are stderr; a status of 400 or more is a failure (exit 1).
+func request(method, url string, headers [][2]string, body string, hasBody bool) result {
+	var rd io.Reader
+	if hasBody {
+		rd = strings.NewReader(body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, args[0], args[1], body)
-	ts.Check(err)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return result{err: err, code: -1}
+	}
 	for _, h := range headers {
 		if strings.EqualFold(h[0], "Host") {
 			req.Host = h[1]
@@ -114,10 +161,14 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 	// Redirects are part of what is tested (login, post-redirect-get).
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
-	ts.Check(err)
+	if err != nil {
+		return result{err: err, code: -1}
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	ts.Check(err)
+	if err != nil {
+		return result{err: err, code: -1}
+	}
 	var e bytes.Buffer
 	fmt.Fprintf(&e, "status %d\n", resp.StatusCode)
 	keys := make([]string, 0, len(resp.Header))
@@ -130,15 +181,34 @@ func cmdHTTP(ts *testscript.TestScript, neg bool, args []string) {
 			fmt.Fprintf(&e, "%s: %s\n", k, v)
 		}
 	}
-	_, _ = ts.Stdout().Write(b)
-	_, _ = ts.Stderr().Write(e.Bytes())
-	failed := resp.StatusCode >= 400
-	if failed && !neg {
-		ts.Fatalf("http %s %s: status %d: %s", args[0], args[1], resp.StatusCode, clipText(string(b)))
+	r := result{stdout: string(b), stderr: e.String()}
+	if resp.StatusCode >= 400 {
+		r.code = 1
 	}
-	if !failed && neg {
-		ts.Fatalf("http %s %s: status %d, want a refusal", args[0], args[1], resp.StatusCode)
+	return r
+}
+
+// apiToken is NAME's bearer token for api, made with the token verb the
+// first time the script asks.
+func apiToken(ts *testscript.TestScript, name string) string {
+	key := "API_TOKEN_" + name
+	if t := ts.Getenv(key); t != "" {
+		return t
 	}
+	cmd := exec.Command(filepath.Join(ts.Getenv("BIN"), "collab-hook"), "--root", ts.Getenv("ROOT"), "serve", "--as", name)
+	cmd.Env = append(scriptEnviron(ts), "SSH_ORIGINAL_COMMAND=token new --json")
+	out, err := cmd.Output()
+	if err != nil {
+		ts.Fatalf("api: a token for %s: %v", name, err)
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(out, &tok); err != nil || tok.Token == "" {
+		ts.Fatalf("api: a token for %s: %s", name, out)
+	}
+	ts.Setenv(key, tok.Token)
+	return tok.Token
 }
 
 func cmdJSONVar(ts *testscript.TestScript, neg bool, args []string) {
