@@ -64,7 +64,8 @@ package testscript
 //
 //	repeat N CMD ARGS…
 //	    N runs one after another, each checked as if alone; stdout and
-//	    stderr are all of theirs in order.
+//	    stderr are all of theirs in order. CMD may also be another command
+//	    of the suite (e.g. new-patch), run as if written N times.
 //	parallel N CMD ARGS…
 //	    N runs at once (each its own process; no stdin), none checked:
 //	    stdout starts with one line `exit C: K` per exit code C (K runs,
@@ -128,6 +129,15 @@ type result struct {
 	stdout, stderr string
 	code           int
 	err            error
+}
+
+// planned reports whether planFor knows the command.
+func planned(name string) bool {
+	switch name {
+	case "exec", "as", "git-as", "admin", "http", "web", "api":
+		return true
+	}
+	return false
 }
 
 // planFor builds the plan of a command that runs something (args[0] is
@@ -531,6 +541,17 @@ func cmdRepeat(ts *testscript.TestScript, neg bool, args []string) {
 	n, cmd := times(ts, "repeat N CMD ARGS…", args)
 	if neg {
 		ts.Fatalf("unsupported: ! repeat (use -exit in the command)")
+	}
+	if !planned(cmd[0]) {
+		// Another of the suite's commands (new-patch, …): run as written.
+		f, ok := commands()[cmd[0]]
+		if !ok {
+			ts.Fatalf("repeat: unknown command %s", cmd[0])
+		}
+		for i := 1; i <= n; i++ {
+			f(ts, false, each(ts, cmd, i)[1:])
+		}
+		return
 	}
 	var stdout, stderr strings.Builder
 	for i := 1; i <= n; i++ {
