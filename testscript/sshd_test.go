@@ -33,7 +33,9 @@ package testscript
 //	    GIT_SSH_COMMAND), so `exec git clone $SSH_URL/demo.git` and
 //	    `exec git push` run as NAME.
 //
-// Programs on PATH for `exec`:
+// Programs on PATH for `exec` (scenarios now use the `as` and `git-as`
+// commands of session_test.go, which pick sshd or the forced command
+// themselves and check exit codes; these stay for scripts written before):
 //
 //	ssh-as NAME WORD…     ssh to the forge with NAME's key. Each WORD is
 //	                      shell-quoted first, so `ssh-as alice issue new demo
