@@ -277,3 +277,14 @@ CREATE TABLE branch_scans (
   scanned_at TEXT NOT NULL,
   PRIMARY KEY (repo, branch)
 ) STRICT;
+
+-- migrate 3
+-- Each principal's write budget, a token bucket (CONTRACT.md "Exit codes"):
+-- taken in the write's own transaction, so a refused or failed write
+-- spends nothing. The size and refill rate are the settings rate_burst and
+-- rate_refill.
+CREATE TABLE rate_buckets (
+  principal  TEXT PRIMARY KEY,
+  tokens     REAL NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;

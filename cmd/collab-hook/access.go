@@ -250,7 +250,7 @@ func keysCommandCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			db, err := root.OpenNoMigrate()
+			db, err := root.OpenNoMigrate(c.Context)
 			if err != nil {
 				return err
 			}

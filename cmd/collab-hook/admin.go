@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -40,19 +41,22 @@ func initCommand() *cli.Command {
 func configCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "config",
-		Usage: "the root's settings (url, ssh)",
+		Usage: "the root's settings (" + strings.Join(forge.Settings, ", ") + ")",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "get",
 				ArgsUsage: "KEY",
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 || !forge.ValidSetting(c.Args().First()) {
-						return fault.New(fault.Usage, "usage: config get KEY (one of url, ssh)")
+						return fault.New(fault.Usage, "usage: config get KEY (one of %s)", strings.Join(forge.Settings, ", "))
 					}
 					return withDB(c, func(root forge.Root, db *store.DB) error {
 						v, err := store.Setting(c.Context, db.R(), c.Args().First())
 						if err != nil {
 							return err
+						}
+						if v == "" {
+							v = forge.Defaults[c.Args().First()]
 						}
 						fmt.Fprintln(c.App.Writer, v)
 						return nil
@@ -64,7 +68,7 @@ func configCommand() *cli.Command {
 				ArgsUsage: "KEY VALUE",
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 || !forge.ValidSetting(c.Args().First()) {
-						return fault.New(fault.Usage, "usage: config set KEY VALUE (KEY one of url, ssh)")
+						return fault.New(fault.Usage, "usage: config set KEY VALUE (KEY one of %s)", strings.Join(forge.Settings, ", "))
 					}
 					if err := forge.CheckSetting(c.Args().Get(0), c.Args().Get(1)); err != nil {
 						return err

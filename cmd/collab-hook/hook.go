@@ -40,7 +40,8 @@ func hookCommand() *cli.Command {
 }
 
 func runHook(c *cli.Context, name string) error {
-	ctx := c.Context
+	// One hook run, one wait for the writer lock however often it writes.
+	ctx := store.WithWaitBudget(c.Context)
 	root, err := rootOf(c)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func runHook(c *cli.Context, name string) error {
 	var db *store.DB
 	if !checked {
 		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
-			return fail(fault.Wrap(err, "forge database unavailable"))
+			return fail(fault.Default(err, "forge database unavailable"))
 		}
 		defer db.Close()
 	}

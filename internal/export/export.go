@@ -159,7 +159,7 @@ func (x *Exporter) Export(ctx context.Context, repo, gitDir string, now time.Tim
 // operator's run), so the second waits and then finds nothing new instead
 // of failing on update-ref's old-value check. Closing the file unlocks.
 func lock(ctx context.Context, path string) (func(), error) {
-	return flock.Lock(ctx, path, 0o644)
+	return flock.Lock(ctx, path, 0o640)
 }
 
 func (x *Exporter) log() *slog.Logger {

@@ -9,6 +9,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind classifies a refusal.
@@ -32,6 +33,13 @@ const (
 	Unsupported
 	// Unauthenticated is a missing or bad credential (exit 5, HTTP 401).
 	Unauthenticated
+	// Unavailable is "try again later": the database stayed busy past its
+	// deadline, the disk is full, the root is read-only for a write (exit 6,
+	// HTTP 503 with Retry-After). Nothing was written.
+	Unavailable
+	// RateLimited is a principal's write rate spent (exit 6, HTTP 429 with
+	// Retry-After).
+	RateLimited
 )
 
 // Error is a refusal with a public message and an optional private cause.
@@ -43,6 +51,33 @@ type Error struct {
 	Err error
 	// Fields carry extra JSON fields of a refusal (holder, expires_at, candidates).
 	Fields map[string]any
+	// RetryAfter is when an Unavailable or RateLimited caller may try
+	// again (HTTP Retry-After); zero means DefaultRetryAfter.
+	RetryAfter time.Duration
+}
+
+// DefaultRetryAfter is the Retry-After of a "try again later" refusal that
+// names none.
+const DefaultRetryAfter = 5 * time.Second
+
+// Later returns a "try again later" refusal of kind Unavailable whose
+// public message is msg, with the detail err for the log.
+func Later(err error, retry time.Duration, msg string) *Error {
+	return &Error{Kind: Unavailable, Msg: msg, Err: err, RetryAfter: retry}
+}
+
+// RetryAfterSeconds is the Retry-After header value of err: whole seconds,
+// at least 1; 0 when err is not a "try again later" refusal.
+func RetryAfterSeconds(err error) int {
+	fe := As(err)
+	if fe.Kind != Unavailable && fe.Kind != RateLimited {
+		return 0
+	}
+	d := fe.RetryAfter
+	if d <= 0 {
+		d = DefaultRetryAfter
+	}
+	return int((d + time.Second - 1) / time.Second)
 }
 
 func (e *Error) Error() string {
@@ -63,6 +98,17 @@ func New(k Kind, format string, args ...any) *Error {
 // detail is err.
 func Wrap(err error, msg string) *Error {
 	return &Error{Kind: Internal, Msg: msg, Err: err}
+}
+
+// Default is err itself when it already carries a refusal (a busy database,
+// a schema too new, …), whose message says more than msg would; otherwise
+// it is Wrap(err, msg).
+func Default(err error, msg string) error {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	return Wrap(err, msg)
 }
 
 // With adds an extra JSON field to the refusal and returns it.
@@ -104,6 +150,8 @@ func ExitCode(err error) int {
 		return 4
 	case Denied, Unauthenticated:
 		return 5
+	case Unavailable, RateLimited:
+		return 6
 	default:
 		return 1
 	}
@@ -127,6 +175,10 @@ func HTTPStatus(err error) int {
 		return 413
 	case Unsupported:
 		return 415
+	case Unavailable:
+		return 503
+	case RateLimited:
+		return 429
 	default:
 		return 500
 	}

@@ -4,6 +4,7 @@ package flock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -32,4 +33,21 @@ func Lock(ctx context.Context, path string, mode os.FileMode) (unlock func(), er
 		go func() { <-done; f.Close() }()
 		return nil, ctx.Err()
 	}
+}
+
+// TryLock takes the lock on path only if nobody holds it: ok is false when
+// another holder has it, and nothing waits.
+func TryLock(path string, mode os.FileMode) (unlock func(), ok bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
+	if err != nil {
+		return nil, false, fmt.Errorf("open lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, true, nil
 }

@@ -12,12 +12,15 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -28,10 +31,24 @@ const DefaultDir = "/srv/collab"
 const (
 	SettingURL = "url" // the web UI's base URL, for links printed to pushers
 	SettingSSH = "ssh" // how users reach the forge, for printed hints
+	// SettingBusyTimeout bounds one request's wait for the writer lock.
+	SettingBusyTimeout = store.SettingBusyTimeout
+	// SettingRateBurst and SettingRateRefill are each principal's write
+	// budget: a bucket of rate_burst writes, refilled at rate_refill a second.
+	SettingRateBurst  = ratelimit.SettingBurst
+	SettingRateRefill = ratelimit.SettingRefill
 )
 
 // Settings lists the known setting keys.
-var Settings = []string{SettingURL, SettingSSH}
+var Settings = []string{SettingURL, SettingSSH, SettingBusyTimeout, SettingRateBurst, SettingRateRefill}
+
+// Defaults are what a setting means while it is unset (config get prints
+// them).
+var Defaults = map[string]string{
+	SettingBusyTimeout: store.DefaultBusyTimeout.String(),
+	SettingRateBurst:   strconv.FormatFloat(ratelimit.DefaultBurst, 'f', -1, 64),
+	SettingRateRefill:  strconv.FormatFloat(ratelimit.DefaultRefill, 'f', -1, 64),
+}
 
 // Root is a collab root directory.
 type Root struct{ Dir string }
@@ -58,26 +75,35 @@ func (r Root) LogDir() string   { return filepath.Join(r.Dir, "log") }
 func (r Root) Open(ctx context.Context) (*store.DB, error) {
 	db, err := store.OpenExisting(ctx, r.DBPath())
 	if err != nil {
-		return nil, fault.Wrap(err, "forge database unavailable")
+		return nil, fault.Default(err, "forge database unavailable")
 	}
 	return db, nil
 }
 
 // OpenNoMigrate opens the root's database without touching its schema.
-func (r Root) OpenNoMigrate() (*store.DB, error) {
-	db, err := store.OpenNoMigrate(r.DBPath())
+func (r Root) OpenNoMigrate(ctx context.Context) (*store.DB, error) {
+	db, err := store.OpenNoMigrate(ctx, r.DBPath())
 	if err != nil {
-		return nil, fault.Wrap(err, "forge database unavailable")
+		return nil, fault.Default(err, "forge database unavailable")
 	}
 	return db, nil
 }
+
+// Modes of what the forge creates: private to the forge's user, readable
+// by its group (an AuthorizedKeysCommandUser in the group may read the
+// database), whatever the umask.
+const (
+	DirMode  os.FileMode = 0o750 // the root, repos/, log/, every repository
+	FileMode os.FileMode = 0o640 // the database, its -wal and -shm, logs
+	KeyMode  os.FileMode = 0o600 // forge.key
+)
 
 // Init creates the root, its database and forge key, and stores the given
 // non-empty settings. Running it again changes nothing else.
 func Init(ctx context.Context, r Root, settings map[string]string) error {
 	for _, d := range []string{r.Dir, r.ReposDir(), r.LogDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
+		if err := mkdirPrivate(d); err != nil {
+			return err
 		}
 	}
 	if err := ensureKey(r.KeyPath()); err != nil {
@@ -133,8 +159,27 @@ func CheckSetting(key, value string) error {
 		if strings.ContainsAny(value, " \t\n'\"$`;&|<>\\") || strings.HasPrefix(value, "-") || !strings.Contains(value, "@") {
 			return fault.New(fault.Usage, "bad ssh %q: want ssh://git@host:port or git@host", value)
 		}
+	case SettingBusyTimeout:
+		if _, err := store.ParseBusyTimeout(value); err != nil {
+			return err
+		}
+	case SettingRateBurst, SettingRateRefill:
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil || n < 1 || n > 1e9 || math.IsNaN(n) {
+			return fault.New(fault.Usage, "bad %s %q: want a number from 1 to 1e9", key, value)
+		}
 	default:
 		return fault.New(fault.Usage, "unknown setting %q: want one of %s", key, strings.Join(Settings, ", "))
+	}
+	return nil
+}
+
+// mkdirPrivate makes dir (and missing parents) with DirMode; the umask can
+// only make that tighter. A directory that already exists keeps its mode:
+// fsck reports one that is too open.
+func mkdirPrivate(dir string) error {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
 	}
 	return nil
 }
@@ -151,7 +196,7 @@ func ensureKey(path string) error {
 	if err != nil {
 		return fmt.Errorf("encode forge key: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, KeyMode)
 	if errors.Is(err, os.ErrExist) {
 		return nil // another init won the race
 	}

@@ -115,7 +115,9 @@ func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 // Init makes a bare repository at dir (with branch main), in a clean
 // environment.
 func Init(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--initial-branch=main", "--", dir)
+	// --shared=0640: every file git writes there is 0640 (directories
+	// 0750) whatever the umask; collab's repos.Configure keeps it so.
+	cmd := exec.CommandContext(ctx, "git", "init", "--quiet", "--bare", "--initial-branch=main", "--shared=0640", "--", dir)
 	cmd.Env = CleanEnv(os.Environ())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("git init %s: %w: %s", dir, err, bytes.TrimSpace(out))

@@ -47,8 +47,10 @@ func OpenAt(rootDir, socket string) (*slog.Logger, func() error) {
 		}
 	}
 	dir := filepath.Join(rootDir, "log")
-	_ = os.MkdirAll(dir, 0o755)
-	f, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	// Private to the forge's user and group whatever the umask (which can
+	// only tighten these): logs name repositories and principals.
+	_ = os.MkdirAll(dir, 0o750)
+	f, err := os.OpenFile(filepath.Join(dir, LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return slog.New(slog.DiscardHandler), func() error { return nil }
 	}

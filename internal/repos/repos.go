@@ -31,11 +31,20 @@ var Hooks = []string{"pre-receive", "proc-receive", "post-receive"}
 // receive-pack (a second wall behind pre-receive; upload-pack still serves
 // it), and branch moves are logged (with the pusher as committer, which
 // serve sets) so that a merge scan made up later credits the real pusher.
+//
+// core.sharedRepository=0640 makes git give every file it writes 0640 (0440
+// for objects) and every directory 0750, whatever the umask of the process
+// that runs it (git daemon, a hook, an admin's shell): repositories stay
+// private to the forge's user and group. git init --shared sets
+// receive.denyNonFastforwards; collab leaves force-pushes to branch rules,
+// so it is set back to false.
 var gitConfig = [][2]string{
 	{"receive.procReceiveRefs", "refs/for"},
 	{"receive.advertisePushOptions", "true"},
 	{"core.logAllRefUpdates", "true"},
 	{"receive.hideRefs", strings.TrimSuffix(collabref.Prefix, "/")},
+	{"core.sharedRepository", "0640"},
+	{"receive.denyNonFastforwards", "false"},
 }
 
 // Repo is a repository row.
@@ -57,7 +66,7 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 	if _, err := os.Stat(dir); err == nil {
 		return Repo{}, fault.New(fault.Conflict, "repository %s already exists", reponame.Display(key))
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), forge.DirMode); err != nil {
 		return Repo{}, fmt.Errorf("create %s: %w", filepath.Dir(dir), err)
 	}
 	// The parent may be a symlink out of repos/; check before git writes there.
@@ -79,7 +88,7 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 		return Repo{}, err
 	}
 	if description != "" {
-		if err := os.WriteFile(filepath.Join(dir, "description"), []byte(description+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "description"), []byte(description+"\n"), forge.FileMode); err != nil {
 			return Repo{}, fmt.Errorf("write description: %w", err)
 		}
 	}
@@ -107,11 +116,11 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 		}
 	}
 	hooksDir := filepath.Join(dir, "hooks")
-	if err := os.MkdirAll(hooksDir, 0o755); err != nil {
+	if err := os.MkdirAll(hooksDir, forge.DirMode); err != nil {
 		return fmt.Errorf("create hooks dir: %w", err)
 	}
 	for _, h := range Hooks {
-		if err := writeFileAtomic(filepath.Join(hooksDir, h), []byte(Shim(binary, root.Dir, h)), 0o755); err != nil {
+		if err := writeFileAtomic(filepath.Join(hooksDir, h), []byte(Shim(binary, root.Dir, h)), ShimMode); err != nil {
 			return fmt.Errorf("install %s hook: %w", h, err)
 		}
 	}
@@ -121,6 +130,9 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 // Config returns the git configuration every collab repository has, as
 // key and value pairs (fsck compares).
 func Config() [][2]string { return append([][2]string(nil), gitConfig...) }
+
+// ShimMode is a hook shim's mode: git runs it as the forge's user.
+const ShimMode = 0o750
 
 // Shim is the text of hook h: exec BINARY --root ROOT hook H.
 func Shim(binary, rootDir, hook string) string {
@@ -132,7 +144,7 @@ func Shim(binary, rootDir, hook string) string {
 func SetExport(dir string, public bool) error {
 	p := filepath.Join(dir, "git-daemon-export-ok")
 	if public {
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
+		if err := os.WriteFile(p, nil, forge.FileMode); err != nil {
 			return fmt.Errorf("mark public: %w", err)
 		}
 		return nil

@@ -28,6 +28,7 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -107,12 +108,17 @@ func Run(ctx context.Context, r *Request) int {
 			jsonOut = verbs.WantsJSON(words)
 		}
 	}
+	// One request, one wait for the writer lock however often it writes.
+	ctx = store.WithWaitBudget(ctx)
 	// One request, one connection: see store.OpenShort.
 	db, err := store.OpenShort(ctx, r.Root.DBPath())
 	if err != nil {
-		return refuse(fault.Wrap(err, "forge database unavailable"))
+		return refuse(fault.Default(err, "forge database unavailable"))
 	}
 	defer db.Close()
+	// Every write a verb makes for the principal is counted against its
+	// rate limit, in the write's own transaction.
+	db.SetWriteCheck(ratelimit.Check)
 	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
 		return refuse(err)
 	}
@@ -140,7 +146,7 @@ func Run(ctx context.Context, r *Request) int {
 		attrs = append(attrs, "REPO", key)
 		env.Log = log.With("REPO", key)
 	}
-	code := verbs.Run(ctx, env, words)
+	code := verbs.Run(store.WithPrincipal(ctx, r.Principal), env, words)
 	attrs = append(attrs, env.Notes...)
 	attrs = append(attrs, "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
 	log.InfoContext(ctx, "ssh verb", attrs...)

@@ -14,11 +14,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/collab-forge/collab"
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/flock"
 	_ "modernc.org/sqlite" // the driver
 )
@@ -35,21 +38,46 @@ type DB struct {
 	path string
 	w    *sql.DB
 	r    *sql.DB
+	// readOnly is set when the database sits on a read-only filesystem:
+	// reads work, every write is refused as "try again later".
+	readOnly bool
+	// check runs first in every write transaction of a request that names
+	// its principal (WithPrincipal): the rate limit's hook point.
+	check WriteCheck
 }
 
-func dsn(path string, txlock string) string {
+// WALLimit is journal_size_limit: after a checkpoint resets the WAL, the
+// file is cut back to this size, so one burst (or one long reader) does not
+// leave a large WAL behind for good.
+const WALLimit = 4 << 20
+
+func dsn(path string, txlock string, immutable bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	if immutable {
+		// A read-only filesystem with no -wal file: the database file is
+		// all there is and nothing can change it, so SQLite may read it
+		// without the -shm file it could not create.
+		q.Set("immutable", "1")
+		q.Add("_pragma", "foreign_keys(1)")
+		return "file:" + path + "?" + q.Encode()
+	}
+	q.Add("_pragma", "busy_timeout("+strconv.Itoa(int(DefaultBusyTimeout/time.Millisecond))+")")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_size_limit("+strconv.Itoa(WALLimit)+")")
 	q.Set("_txlock", txlock)
 	return "file:" + path + "?" + q.Encode()
 }
 
 // Open opens (creating if needed) the database at path and brings its
-// schema up to date.
+// schema up to date. A new file is made private to the forge's user
+// (0640, whatever the umask); SQLite gives the -wal and -shm files the
+// mode of the database file.
 func Open(ctx context.Context, path string) (*DB, error) {
+	if err := create(path); err != nil {
+		return nil, err
+	}
 	db, err := open(path)
 	if err != nil {
 		return nil, err
@@ -59,6 +87,22 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// FileMode is the mode of the database file (and so of its -wal and -shm).
+const FileMode = 0o640
+
+// create makes an empty database file with FileMode when there is none:
+// SQLite itself would create it 0644.
+func create(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // OpenShort is OpenExisting for a process that lives for one request (a
@@ -74,12 +118,13 @@ func OpenShort(ctx context.Context, path string) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
 	}
-	p, err := sql.Open("sqlite", dsn(path, "immediate"))
+	ro := readOnlyFS(path)
+	p, err := sql.Open("sqlite", dsn(path, "immediate", ro && !exists(path+"-wal")))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	p.SetMaxIdleConns(2)
-	db := &DB{path: path, w: p, r: p}
+	db := &DB{path: path, w: p, r: p, readOnly: ro}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -89,28 +134,50 @@ func OpenShort(ctx context.Context, path string) (*DB, error) {
 
 // OpenNoMigrate opens an existing database as it is, for programs that must
 // not write, such as sshd's AuthorizedKeysCommand, which runs twice a login.
-func OpenNoMigrate(path string) (*DB, error) {
+// A schema newer than this binary knows is still refused.
+func OpenNoMigrate(ctx context.Context, path string) (*DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
 	}
-	return open(path)
+	db, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := db.version(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 func open(path string) (*DB, error) {
-	w, err := sql.Open("sqlite", dsn(path, "immediate"))
+	ro := readOnlyFS(path)
+	imm := ro && !exists(path+"-wal")
+	w, err := sql.Open("sqlite", dsn(path, "immediate", imm))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	r, err := sql.Open("sqlite", dsn(path, "deferred"))
+	r, err := sql.Open("sqlite", dsn(path, "deferred", imm))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(8)
-	return &DB{path: path, w: w, r: r}, nil
+	return &DB{path: path, w: w, r: r, readOnly: ro}, nil
+}
+
+// readOnlyFS reports whether the directory holding path is on a read-only
+// filesystem (a read-only mount or bind mount): access(2) says EROFS.
+func readOnlyFS(path string) bool {
+	return errors.Is(syscall.Access(filepath.Dir(path), 2 /* W_OK */), syscall.EROFS)
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // OpenExisting is Open for a database that must already exist, so that a
@@ -132,6 +199,10 @@ func (db *DB) Close() error {
 
 // Path is the database file.
 func (db *DB) Path() string { return db.path }
+
+// ReadOnly reports whether the database sits on a read-only filesystem, so
+// that every write is refused.
+func (db *DB) ReadOnly() bool { return db.readOnly }
 
 // R is the reader pool, for single statements and short reads. It never
 // blocks behind a writer (WAL).
@@ -155,26 +226,92 @@ func Each(ctx context.Context, q Querier, query string, args []any, fn func(*sql
 
 // Write runs fn in one BEGIN IMMEDIATE transaction and commits it, or rolls
 // back when fn fails. Every change and the event it emits go through here.
+//
+// Waiting for the writer lock (the flock queue, then SQLite's own lock) is
+// bounded by the busy_timeout setting, counted once per request (see
+// WithWaitBudget); past it, and on a full disk or a read-only root, the
+// error is a fault.Unavailable that says which, and nothing was written.
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	unlock, err := db.lock(ctx)
+	return db.classify(db.write(ctx, db.BusyTimeout(ctx), fn))
+}
+
+// TryWrite is Write that never waits: when another writer holds the lock
+// it returns a fault.Unavailable at once. For bookkeeping that may be
+// skipped (a token's last use), so that a read never queues behind writers.
+func (db *DB) TryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return db.classify(db.write(ctx, 0, fn))
+}
+
+func (db *DB) write(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx) error) error {
+	if db.readOnly {
+		return errReadOnly
+	}
+	b := budgetOf(ctx)
+	left := limit - b.spent()
+	start := time.Now()
+	unlock, err := db.lock(ctx, left)
 	if err != nil {
+		b.add(time.Since(start))
 		return err
 	}
 	defer unlock()
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, release, err := db.begin(ctx, left-time.Since(start))
+	b.add(time.Since(start))
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return err
+	}
+	defer release()
+	if db.check != nil {
+		if p := PrincipalOf(ctx); p != "" {
+			if err := db.check(ctx, tx, p); err != nil {
+				return rollback(tx, err)
+			}
+		}
 	}
 	if err := fn(tx); err != nil {
-		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
-		}
-		return err
+		return rollback(tx, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+func rollback(tx *sql.Tx, err error) error {
+	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+		return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+	}
+	return err
+}
+
+// begin starts BEGIN IMMEDIATE on a writer connection whose SQLite lock
+// wait is what is left of the budget, so that the flock queue and SQLite's
+// own wait share one deadline. release hands the connection back.
+func (db *DB) begin(ctx context.Context, left time.Duration) (*sql.Tx, func(), error) {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("writer connection: %w", err)
+	}
+	ms := max(left.Milliseconds(), 0)
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("set busy_timeout: %w", err)
+	}
+	release := func() {
+		// The connection may serve reads next (OpenShort): give it back
+		// with the usual wait.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.Itoa(int(DefaultBusyTimeout/time.Millisecond)))
+		conn.Close()
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		release()
+		if sqliteCode(err) == sqliteBusy {
+			return nil, nil, busyError{err}
+		}
+		return nil, nil, fmt.Errorf("begin: %w", err)
+	}
+	return tx, release, nil
 }
 
 // Read runs fn in one read transaction, for reads that must agree with each
@@ -189,19 +326,33 @@ func (db *DB) Read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 // lock takes the cross-process writer lock: an exclusive flock of
-// PATH.lock, queued by the kernel instead of SQLite's sleeping poll.
-func (db *DB) lock(ctx context.Context) (func(), error) {
-	return flock.Lock(ctx, db.path+".lock", 0o660)
+// PATH.lock, queued by the kernel instead of SQLite's sleeping poll, for at
+// most left (not at all when left <= 0).
+func (db *DB) lock(ctx context.Context, left time.Duration) (func(), error) {
+	path := db.path + ".lock"
+	if left <= 0 {
+		unlock, ok, err := flock.TryLock(path, FileMode)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, busyError{errors.New("writer lock held by another process")}
+		}
+		return unlock, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
+	unlock, err := flock.Lock(lctx, path, FileMode)
+	if err != nil && ctx.Err() == nil && lctx.Err() != nil {
+		return nil, busyError{fmt.Errorf("waited %s for the writer lock: %w", left.Round(time.Millisecond), err)}
+	}
+	return unlock, err
 }
 
 func (db *DB) migrate(ctx context.Context) error {
-	steps, err := migrations(collab.Schema)
+	have, steps, err := db.version(ctx)
 	if err != nil {
 		return err
-	}
-	var have int
-	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
 	}
 	if have >= len(steps) {
 		return nil
@@ -221,6 +372,25 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// version reads the database's schema version and this binary's steps. A
+// version newer than the steps this binary knows is refused: a newer collab
+// has written this database, and an older one must not guess at its meaning.
+func (db *DB) version(ctx context.Context) (int, []string, error) {
+	steps, err := migrations(collab.Schema)
+	if err != nil {
+		return 0, nil, err
+	}
+	var have int
+	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return 0, nil, fmt.Errorf("read schema version: %w", err)
+	}
+	if have > len(steps) {
+		return have, steps, fault.New(fault.Internal,
+			"the forge database has schema version %d, newer than this collab knows (%d): run the newer collab binaries (or restore a backup made by this version)", have, len(steps))
+	}
+	return have, steps, nil
 }
 
 // migrations splits the schema at its "-- migrate N" lines; step i holds

@@ -147,7 +147,11 @@ func Revoke(ctx context.Context, db *store.DB, principal, name string) error {
 
 // Authenticate returns the principal a bearer secret belongs to. An unknown
 // secret, or one of a disabled or deleted principal, is Unauthenticated.
-// The last-used time is refreshed at most once a minute.
+//
+// The last-used time is refreshed at most once a minute, and only when the
+// writer lock is free at that moment: a read must never queue behind
+// writers, nor fail because the database is busy, the disk full or the
+// root read-only. A skipped refresh is tried again at the next use.
 func Authenticate(ctx context.Context, db *store.DB, secret string, now time.Time) (string, error) {
 	id, principal, used, err := lookup(ctx, db.R(), secret)
 	if err != nil {
@@ -158,11 +162,11 @@ func Authenticate(ctx context.Context, db *store.DB, secret string, now time.Tim
 			return principal, nil
 		}
 	}
-	err = db.Write(ctx, func(tx *sql.Tx) error {
+	err = db.TryWrite(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE tokens SET last_used_at = ? WHERE id = ?", store.FormatTime(now), id)
 		return err
 	})
-	if err != nil {
+	if err != nil && fault.KindOf(err) != fault.Unavailable {
 		return "", fmt.Errorf("touch token: %w", err)
 	}
 	return principal, nil

@@ -39,6 +39,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="collab"`)
 	}
+	if n := fault.RetryAfterSeconds(err); n > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(n))
+	}
 	if isAPI(r) || r.URL.Path == "/healthz" {
 		obj := map[string]any{}
 		for k, v := range fe.Fields {

@@ -105,9 +105,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.EscapedPath(),
 			"status", rec.status, "principal", principalOf(r), "DURATION_MS", time.Since(start).Milliseconds())
 	}()
+	// One request, one wait for the writer lock however often it writes.
+	r = r.WithContext(store.WithWaitBudget(r.Context()))
 	r, ok := s.authenticate(rec, r)
 	if !ok {
 		return
+	}
+	if p := principalOf(r); p != "" {
+		// Its writes count against the principal's rate limit.
+		r = r.WithContext(store.WithPrincipal(r.Context(), p))
 	}
 	s.router.ServeHTTP(rec, r)
 }

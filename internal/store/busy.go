@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/collab-forge/collab/internal/fault"
+)
+
+// SettingBusyTimeout is the root setting that bounds how long one request
+// waits for the writer lock, in total (a Go duration, e.g. "10s").
+const SettingBusyTimeout = "busy_timeout"
+
+// DefaultBusyTimeout is busy_timeout when the setting is absent.
+const DefaultBusyTimeout = 10 * time.Second
+
+// MaxBusyTimeout bounds the setting: a writer that waits longer than this
+// is better told to come back.
+const MaxBusyTimeout = 10 * time.Minute
+
+// ParseBusyTimeout reads a busy_timeout value.
+func ParseBusyTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > MaxBusyTimeout {
+		return 0, fault.New(fault.Usage, "bad busy_timeout %q: want a duration from 0s to %s, such as 10s", v, MaxBusyTimeout)
+	}
+	return d, nil
+}
+
+// BusyTimeout is the root's busy_timeout setting, or its default when it
+// is absent or unreadable (the settings table may not exist yet).
+func (db *DB) BusyTimeout(ctx context.Context) time.Duration {
+	v, err := Setting(ctx, db.r, SettingBusyTimeout)
+	if err != nil || v == "" {
+		return DefaultBusyTimeout
+	}
+	d, err := ParseBusyTimeout(v)
+	if err != nil {
+		return DefaultBusyTimeout
+	}
+	return d
+}
+
+// waitBudget is what one request has spent waiting for the writer lock.
+type waitBudget struct {
+	mu   sync.Mutex
+	used time.Duration
+}
+
+func (b *waitBudget) spent() time.Duration {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+func (b *waitBudget) add(d time.Duration) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.used += d
+	b.mu.Unlock()
+}
+
+type budgetKey struct{}
+
+// WithWaitBudget starts one request's wait budget: every Write under the
+// returned context draws its waiting time (the flock queue and SQLite's
+// lock alike) from one busy_timeout, so a request that writes three times
+// behind a stuck writer still gives up after busy_timeout, not three times
+// that. Without it each Write has a budget of its own.
+func WithWaitBudget(ctx context.Context) context.Context {
+	return context.WithValue(ctx, budgetKey{}, &waitBudget{})
+}
+
+func budgetOf(ctx context.Context) *waitBudget {
+	b, _ := ctx.Value(budgetKey{}).(*waitBudget)
+	return b
+}
+
+// WriteCheck runs at the start of every write transaction of a request made
+// by principal; refusing rolls the write back. The rate limit is one.
+type WriteCheck func(ctx context.Context, tx *sql.Tx, principal string) error
+
+// SetWriteCheck installs check on db: the one hook point through which
+// every write a principal makes (verbs, API, pages) passes.
+func (db *DB) SetWriteCheck(check WriteCheck) { db.check = check }
+
+type principalKey struct{}
+
+// WithPrincipal names the principal a request acts for, so that the write
+// check sees who is writing.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// PrincipalOf is the principal WithPrincipal named, or "".
+func PrincipalOf(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// SQLite's primary result codes (the low byte of an extended code).
+const (
+	sqliteBusy     = 5
+	sqliteLocked   = 6
+	sqliteReadOnly = 8
+	sqliteIOErr    = 10
+	sqliteFull     = 13
+	sqliteCantOpen = 14
+)
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// busyError is a writer-lock wait that ran past the budget.
+type busyError struct{ err error }
+
+func (e busyError) Error() string { return "database busy: " + e.err.Error() }
+func (e busyError) Unwrap() error { return e.err }
+
+var errReadOnly = fmt.Errorf("database on a read-only filesystem: %w", syscall.EROFS)
+
+// Retry-After of each "try again later".
+const (
+	retryBusy     = 2 * time.Second
+	retryFull     = 60 * time.Second
+	retryReadOnly = 60 * time.Second
+)
+
+// classify turns what a write can meet that is no bug — a busy database, a
+// full disk, a read-only root — into a fault.Unavailable whose one line
+// says which. Other errors are returned as they are.
+func (db *DB) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) && fe.Kind != fault.Internal {
+		return err
+	}
+	code := sqliteCode(err)
+	var be busyError
+	switch {
+	case errors.As(err, &be) || code == sqliteBusy || code == sqliteLocked:
+		return fault.Later(err, retryBusy, "database busy: other writers held it past busy_timeout; try again later")
+	case code == sqliteFull || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		(code == sqliteIOErr && db.diskFull()):
+		return fault.Later(err, retryFull, "disk full: the forge cannot write now; try again later")
+	case code == sqliteReadOnly || errors.Is(err, syscall.EROFS) ||
+		((code == sqliteCantOpen || code == sqliteIOErr) && readOnlyFS(db.path)):
+		return fault.Later(err, retryReadOnly, "the forge root is read-only: writes are refused for now (reads still work); try again later")
+	}
+	return err
+}
+
+// diskFull reports whether the database's filesystem has no block left for
+// this user: SQLite reports some ENOSPC failures (growing the -shm file, a
+// sync) as plain I/O errors.
+func (db *DB) diskFull() bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(db.path), &st); err != nil {
+		return false
+	}
+	return st.Bavail == 0
+}

@@ -1,0 +1,235 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/flock"
+)
+
+// holdSQLiteLock takes SQLite's write lock on path from a connection of its
+// own (as another program would, without collab's flock) until the test
+// ends or release is called.
+func holdSQLiteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := raw.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+			conn.Close()
+			raw.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+func setBusyTimeout(t *testing.T, db *DB, v string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx *sql.Tx) error { return SetSetting(ctx, tx, SettingBusyTimeout, v) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func insertEvent(ctx context.Context) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO events(event, repo, actor, at, data) VALUES ('x', 'r', 'a', 't', '{}')")
+		return err
+	}
+}
+
+func wantBusy(t *testing.T, err error) {
+	t.Helper()
+	fe := fault.As(err)
+	if fe.Kind != fault.Unavailable || !strings.HasPrefix(fe.Msg, "database busy") {
+		t.Fatalf("err = %v (kind %d), want a database-busy refusal", err, fe.Kind)
+	}
+	if fault.ExitCode(err) != 6 || fault.HTTPStatus(err) != 503 || fault.RetryAfterSeconds(err) < 1 {
+		t.Fatalf("exit %d, status %d, Retry-After %d", fault.ExitCode(err), fault.HTTPStatus(err), fault.RetryAfterSeconds(err))
+	}
+}
+
+// Writers queued behind a stuck writer each give up after one
+// busy_timeout, not one busy_timeout per writer ahead of them: the flock
+// queue and SQLite's lock wait share one deadline.
+func TestWritersShareOneDeadline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collab.db")
+	ctx := context.Background()
+	first, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	const budget = time.Second
+	setBusyTimeout(t, first, budget.String())
+	holdSQLiteLock(t, path)
+
+	const n = 5
+	var wg sync.WaitGroup
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		db, err := OpenShort(ctx, path) // a process of its own, in effect
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			errs[i] = db.Write(WithWaitBudget(ctx), insertEvent(ctx))
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	var worst time.Duration
+	for i := range errs {
+		wantBusy(t, errs[i])
+		worst = max(worst, took[i])
+	}
+	// One writer after another would take n × budget; a shared deadline
+	// ends them all near one budget. The margin is for a loaded machine.
+	if worst >= (n-2)*budget {
+		t.Fatalf("the slowest of %d writers gave up after %s; want about %s", n, worst, budget)
+	}
+}
+
+// One request that writes several times waits for the writer lock no
+// longer than one busy_timeout in all.
+func TestBudgetIsPerRequest(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	const budget = 800 * time.Millisecond
+	setBusyTimeout(t, db, budget.String())
+	holdSQLiteLock(t, db.Path())
+	req := WithWaitBudget(ctx)
+	start := time.Now()
+	for i := 0; i < 4; i++ {
+		wantBusy(t, db.Write(req, insertEvent(ctx)))
+	}
+	if took := time.Since(start); took >= 3*budget {
+		t.Fatalf("4 writes of one request waited %s in all; want about one budget (%s)", took, budget)
+	}
+	if spent := budgetOf(req).spent(); spent < budget-50*time.Millisecond {
+		t.Fatalf("budget spent %s, want about %s", spent, budget)
+	}
+}
+
+// TryWrite never waits: with the flock or SQLite's lock held elsewhere it
+// refuses at once, and it writes when both are free.
+func TestTryWrite(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	unlock, err := flock.Lock(ctx, db.Path()+".lock", FileMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBusy(t, db.TryWrite(ctx, insertEvent(ctx)))
+	unlock()
+	release := holdSQLiteLock(t, db.Path())
+	wantBusy(t, db.TryWrite(ctx, insertEvent(ctx)))
+	release()
+	if err := db.TryWrite(ctx, insertEvent(ctx)); err != nil {
+		t.Fatalf("TryWrite with the lock free: %v", err)
+	}
+}
+
+// A database written by a newer collab is refused by every way of opening
+// it, with one line and exit 1.
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collab.db")
+	ctx := context.Background()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for name, open := range map[string]func() (*DB, error){
+		"Open":          func() (*DB, error) { return Open(ctx, path) },
+		"OpenShort":     func() (*DB, error) { return OpenShort(ctx, path) },
+		"OpenNoMigrate": func() (*DB, error) { return OpenNoMigrate(ctx, path) },
+	} {
+		db, err := open()
+		if err == nil {
+			db.Close()
+			t.Errorf("%s opened a database of schema 99", name)
+			continue
+		}
+		if fault.ExitCode(err) != 1 || !strings.Contains(fault.Public(err), "schema version 99, newer than this collab knows") ||
+			strings.Contains(fault.Public(err), "\n") || fault.Public(err) != err.Error() {
+			t.Errorf("%s: %q (exit %d), want one line about the newer schema", name, err, fault.ExitCode(err))
+		}
+	}
+}
+
+// The database, its -wal, -shm and lock file are 0640 even under umask 0
+// (SQLite on its own makes the database 0644).
+func TestFileModesUnderUmask0(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "collab.db")
+	ctx := context.Background()
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Write(ctx, insertEvent(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + ".lock"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m&^FileMode != 0 {
+			t.Errorf("%s: mode %04o, want 0640 or tighter", filepath.Base(p), m)
+		}
+	}
+}
+
+// A busy_timeout setting that cannot be read means the default.
+func TestBusyTimeoutSetting(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", DefaultBusyTimeout},
+		{"2s", 2 * time.Second},
+		{"0s", 0},
+		{"-1s", DefaultBusyTimeout},
+		{"soon", DefaultBusyTimeout},
+		{"1h", DefaultBusyTimeout},
+	} {
+		setBusyTimeout(t, db, tc.value)
+		if got := db.BusyTimeout(ctx); got != tc.want {
+			t.Errorf("busy_timeout %q = %s, want %s", tc.value, got, tc.want)
+		}
+	}
+}
