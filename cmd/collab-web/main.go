@@ -40,6 +40,8 @@ func main() {
 				Usage: "how often to make up what killed hooks left undone (missed merge scans, revision refs)"},
 			&cli.DurationFlag{Name: "sweep-grace", Value: 10 * time.Second,
 				Usage: "leave a branch that moved less than this ago to its own post-receive"},
+			&cli.DurationFlag{Name: "checkpoint-every", Value: 2 * time.Second,
+				Usage: "how often to look for an idle WAL to checkpoint and truncate"},
 		},
 		Action: serve,
 	}
@@ -88,11 +90,12 @@ func serve(c *cli.Context) error {
 	// it, wait lets it finish its last transaction.
 	bctx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Add(2)
+	bg.Add(3)
 	go func() { defer bg.Done(); background(bctx, root, db, log); <-bctx.Done() }()
 	// The push sweeper: merge scans and refs that killed hooks missed.
 	sw := &push.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
 	go func() { defer bg.Done(); sw.Run(bctx, c.Duration("sweep-every")) }()
+	go func() { defer bg.Done(); db.KeepWALSmall(bctx, c.Duration("checkpoint-every"), log) }()
 	defer func() { stopBackground(); bg.Wait() }()
 
 	errc := make(chan error, 1)
@@ -118,6 +121,11 @@ func serve(c *cli.Context) error {
 // background runs the process's non-HTTP work (webhook delivery and the
 // lease sweeper) until ctx ends.
 func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Logger) {
+	if db.ReadOnly() {
+		// Both write; pages and the API still serve reads.
+		log.Warn("the forge root is read-only: webhook delivery and the lease sweeper are paused; restart collab-web once it is writable")
+		return
+	}
 	key, err := root.Key()
 	if err != nil {
 		log.Error("webhook delivery and lease sweeper NOT running: no forge key", "err", err)
