@@ -48,6 +48,8 @@ func newApp() *cli.App {
 			webhookCommand(),
 			exportCommand(),
 			fsckCommand(),
+			backupCommand(),
+			restoreCommand(),
 			serveCommand(),
 			hookCommand(),
 		},

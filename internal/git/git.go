@@ -633,3 +633,11 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// CheckConnectivity fails when an object that a ref reaches is missing
+// (git fsck --connectivity-only): what a copy of a repository made beside a
+// running git gc must be checked for.
+func (r Repo) CheckConnectivity(ctx context.Context) error {
+	_, err := r.Run(ctx, nil, "fsck", "--connectivity-only", "--no-dangling", "--no-progress", "--no-reflogs")
+	return err
+}

@@ -383,8 +383,8 @@ func (db *DB) version(ctx context.Context) (int, []string, error) {
 		return 0, nil, err
 	}
 	var have int
-	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
-		return 0, nil, fmt.Errorf("read schema version: %w", err)
+	if err := db.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return 0, nil, db.classify(fmt.Errorf("read schema version: %w", err))
 	}
 	if have > len(steps) {
 		return have, steps, fault.New(fault.Internal,
@@ -437,4 +437,30 @@ func ParseTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("bad stored time %q: %w", s, err)
 	}
 	return t.UTC(), nil
+}
+
+// Exclusive holds the writer lock (the flock and SQLite's own) while fn
+// runs, so that no write commits meanwhile; fn reads through R(), whose
+// connections still see the last commit (WAL). A backup takes its snapshot
+// of the database and the refs together this way.
+func (db *DB) Exclusive(ctx context.Context, fn func() error) error {
+	return db.Write(ctx, func(*sql.Tx) error { return fn() })
+}
+
+// CopyTo writes a consistent copy of the database to path, a file that must
+// not exist yet (VACUUM INTO: one read transaction, compacted, no WAL).
+func (db *DB) CopyTo(ctx context.Context, path string) error {
+	if _, err := db.r.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
+		return db.classify(fmt.Errorf("copy the database to %s: %w", path, err))
+	}
+	if err := os.Chmod(path, FileMode); err != nil {
+		return fmt.Errorf("copy the database: %w", err)
+	}
+	return nil
+}
+
+// Version is the database's schema version.
+func (db *DB) Version(ctx context.Context) (int, error) {
+	v, _, err := db.version(ctx)
+	return v, err
 }

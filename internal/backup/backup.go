@@ -1,0 +1,309 @@
+// Package backup makes an online, consistent copy of a whole forge (the
+// database, every repository, forge.key) while pushes, verbs and git gc go
+// on, and makes a new root from such a copy.
+//
+// Consistency: the database and the refs of every repository are taken
+// together while the writer lock is held, so the copy holds no ref without
+// its row and no row without its ref (a patch pushed during the backup is
+// either wholly in it or not at all). Objects are immutable, so they are
+// copied afterwards without the lock; a git gc that packs or prunes while
+// they are copied is caught by a connectivity check, and the objects are
+// looked for again.
+package backup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// ManifestFile names what a backup holds; restore refuses a directory
+// without one.
+const ManifestFile = "collab-backup.json"
+
+// Format is the layout version of a backup directory.
+const Format = 1
+
+// Manifest describes one backup.
+type Manifest struct {
+	Format        int      `json:"format"`
+	CreatedAt     string   `json:"created_at"`
+	SourceRoot    string   `json:"source_root"`
+	SchemaVersion int      `json:"schema_version"`
+	Repos         []string `json:"repos"`
+	// LockedMS is how long the writer lock was held for the snapshot.
+	LockedMS int64 `json:"locked_ms"`
+}
+
+// Backup copies the forge at root (database db) into dir, which must not
+// exist or be empty. afterSnapshot, when not nil, runs once the snapshot
+// is taken and the lock released, before the objects are copied.
+func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now time.Time, out io.Writer, afterSnapshot func() error) (Manifest, error) {
+	if err := emptyDir(dir); err != nil {
+		return Manifest{}, err
+	}
+	m := Manifest{Format: Format, CreatedAt: store.FormatTime(now), SourceRoot: root.Dir}
+	snaps := map[string]map[string]string{} // repository key → ref → oid
+	start := time.Now()
+	err := db.Exclusive(ctx, func() error {
+		if err := db.CopyTo(ctx, filepath.Join(dir, "collab.db")); err != nil {
+			return err
+		}
+		// The list of repositories and their refs, from the moment the
+		// copy shows: no write commits while the lock is held.
+		all, err := repos.List(ctx, db.R())
+		if err != nil {
+			return err
+		}
+		for _, r := range all {
+			src, err := reponame.Dir(root.ReposDir(), r.Name)
+			if err != nil {
+				return err
+			}
+			refs, err := git.Repo{Dir: src}.Refs(ctx)
+			if err != nil {
+				return fmt.Errorf("refs of %s: %w", reponame.Display(r.Name), err)
+			}
+			snaps[r.Name] = refs
+			m.Repos = append(m.Repos, r.Name)
+		}
+		v, err := db.Version(ctx)
+		m.SchemaVersion = v
+		return err
+	})
+	if err != nil {
+		return m, fault.Default(err, "backup failed")
+	}
+	m.LockedMS = time.Since(start).Milliseconds()
+	fmt.Fprintf(out, "backup: database and refs of %d repositories taken together (writer lock held %d ms)\n", len(m.Repos), m.LockedMS)
+	if afterSnapshot != nil {
+		if err := afterSnapshot(); err != nil {
+			return m, fmt.Errorf("after the snapshot: %w", err)
+		}
+	}
+	if err := copyFile(root.KeyPath(), filepath.Join(dir, "forge.key"), forge.KeyMode); err != nil {
+		return m, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "repos"), forge.DirMode); err != nil {
+		return m, fmt.Errorf("create %s: %w", dir, err)
+	}
+	var st stats
+	for _, key := range m.Repos {
+		if err := backupRepo(ctx, root, dir, key, snaps[key], &st); err != nil {
+			return m, fmt.Errorf("back up %s: %w", reponame.Display(key), err)
+		}
+	}
+	// One sync for every file copied, before the manifest says the
+	// backup is whole.
+	syscall.Sync()
+	if err := writeManifest(dir, m); err != nil {
+		return m, err
+	}
+	syscall.Sync()
+	fmt.Fprintf(out, "backup: copied %d files (%d bytes) of %d repositories; %s holds the forge\n", st.files, st.bytes, len(m.Repos), dir)
+	return m, nil
+}
+
+// backupRepo copies one repository: everything but its refs, which are
+// written from the snapshot, and the caches that could name objects the
+// copy lacks (commit-graph, multi-pack-index, bitmaps).
+func backupRepo(ctx context.Context, root forge.Root, dir, key string, refs map[string]string, st *stats) error {
+	src, err := reponame.Dir(root.ReposDir(), key)
+	if err != nil {
+		return err
+	}
+	dst := filepath.Join(dir, "repos", filepath.FromSlash(key))
+	if err := copyTree(src, dst, skipInBackup, st); err != nil {
+		return err
+	}
+	if err := writeRefs(dst, refs); err != nil {
+		return err
+	}
+	// git gc may have packed objects and pruned the loose copies between
+	// the walk and the copy: what a ref reaches must be there. Each round
+	// looks at the objects as they are now, and copies what is new.
+	g := git.Repo{Dir: dst}
+	var last error
+	for round := 0; round < 5; round++ {
+		if last = g.CheckConnectivity(ctx); last == nil {
+			return nil
+		}
+		if err := copyTree(filepath.Join(src, "objects"), filepath.Join(dst, "objects"), skipObjectCaches, st); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("objects still missing after copying again: %w", last)
+}
+
+// writeRefs writes the snapshot's refs as the repository's packed-refs
+// (with the loose-ref directories git expects).
+func writeRefs(dst string, refs map[string]string) error {
+	for _, d := range []string{"refs", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(dst, d), forge.DirMode); err != nil {
+			return fmt.Errorf("write refs: %w", err)
+		}
+	}
+	names := make([]string, 0, len(refs))
+	for r := range refs {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("# pack-refs with: sorted \n")
+	for _, r := range names {
+		fmt.Fprintf(&b, "%s %s\n", refs[r], r)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "packed-refs"), []byte(b.String()), forge.FileMode); err != nil {
+		return fmt.Errorf("write refs: %w", err)
+	}
+	return nil
+}
+
+// skipInBackup leaves out of a repository's copy: its refs and reflogs
+// (the snapshot's refs replace them), lock files and gc's bookkeeping,
+// pushes still in quarantine and half-written packs, and the caches that
+// can name objects newer than the snapshot.
+func skipInBackup(rel string, d fs.DirEntry) bool {
+	switch rel {
+	case "refs", "logs", "packed-refs", "FETCH_HEAD", "gc.pid", "gc.log":
+		return true
+	}
+	return strings.HasSuffix(rel, ".lock") || skipObjectCaches(strings.TrimPrefix(rel, "objects/"), d)
+}
+
+// skipObjectCaches is skipInBackup within objects/.
+func skipObjectCaches(rel string, d fs.DirEntry) bool {
+	base := filepath.Base(rel)
+	switch {
+	case strings.HasPrefix(base, "tmp_"), strings.HasPrefix(base, "incoming-"),
+		strings.HasPrefix(base, "commit-graph"), strings.HasPrefix(base, "multi-pack-index"),
+		strings.HasSuffix(base, ".bitmap"), strings.HasSuffix(base, ".lock"):
+		return true
+	}
+	return false
+}
+
+// Restore makes the forge at root from the backup in dir: root must not
+// exist or be empty. The hook shims and git configuration are written for
+// this root and binary, and the database is brought up to this binary's
+// schema.
+func Restore(ctx context.Context, dir string, root forge.Root, binary string, out io.Writer) error {
+	m, err := readManifest(dir)
+	if err != nil {
+		return err
+	}
+	// A backup made by a newer collab is refused before anything is
+	// written.
+	bdb, err := store.OpenNoMigrate(ctx, filepath.Join(dir, "collab.db"))
+	if err != nil {
+		return fault.Default(err, "the backup's database cannot be read")
+	}
+	bdb.Close()
+	if err := emptyDir(root.Dir); err != nil {
+		return err
+	}
+	var st stats
+	if err := copyTree(filepath.Join(dir, "repos"), root.ReposDir(), func(string, fs.DirEntry) bool { return false }, &st); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		mode os.FileMode
+	}{{"forge.key", forge.KeyMode}, {"collab.db", store.FileMode}} {
+		if err := copyFile(filepath.Join(dir, f.name), filepath.Join(root.Dir, f.name), f.mode); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(root.LogDir(), forge.DirMode); err != nil {
+		return fmt.Errorf("create %s: %w", root.LogDir(), err)
+	}
+	db, err := root.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	all, err := repos.List(ctx, db.R())
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		rdir, err := reponame.Dir(root.ReposDir(), r.Name)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(rdir, "HEAD")); err != nil {
+			return fmt.Errorf("the backup lacks repository %s: %w", reponame.Display(r.Name), err)
+		}
+		if err := repos.Configure(ctx, root, rdir, binary); err != nil {
+			return fmt.Errorf("configure %s: %w", reponame.Display(r.Name), err)
+		}
+	}
+	syscall.Sync()
+	fmt.Fprintf(out, "restore: %s made from the backup of %s taken %s (%d repositories, %d files); hook shims point at %s\n",
+		root.Dir, m.SourceRoot, m.CreatedAt, len(all), st.files, binary)
+	return nil
+}
+
+// emptyDir makes dir (DirMode) or accepts an empty one: a backup or a
+// restore never writes over something that is there.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, forge.DirMode); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return fault.New(fault.Usage, "%s is not empty: give a new or empty directory", dir)
+	}
+	return nil
+}
+
+func writeManifest(dir string, m Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), forge.FileMode); err != nil {
+		return fmt.Errorf("write the manifest: %w", err)
+	}
+	return nil
+}
+
+func readManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, fault.New(fault.Usage, "%s holds no collab backup (no %s)", dir, ManifestFile)
+	}
+	if err != nil {
+		return m, fmt.Errorf("read the manifest: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fault.New(fault.Usage, "%s: bad %s: %v", dir, ManifestFile, err)
+	}
+	if m.Format != Format {
+		return m, fault.New(fault.Usage, "%s: backup format %d, this collab reads %d", dir, m.Format, Format)
+	}
+	return m, nil
+}
