@@ -124,6 +124,9 @@ func (c *Checker) Run(ctx context.Context, key string) error {
 			c.problem(false, "%s: could not be checked: %v", reponame.Display(k), err)
 		}
 	}
+	if key == "" {
+		return c.modes(true)
+	}
 	return nil
 }
 
