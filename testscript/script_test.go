@@ -93,7 +93,7 @@ func setup(t *testing.T, e *testscript.Env) error {
 func commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	cmds := map[string]func(ts *testscript.TestScript, neg bool, args []string){}
 	for _, m := range []map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		baseCmds(), sshdCmds(), webCmds(), sessionCmds(), timingCmds(),
+		baseCmds(), sshdCmds(), webCmds(), sessionCmds(), timingCmds(), robustCmds(),
 	} {
 		for k, v := range m {
 			cmds[k] = v
@@ -125,6 +125,8 @@ func condition(cond string) (bool, error) {
 		return os.Geteuid() == 0, nil
 	case "linux":
 		return runtime.GOOS == "linux", nil
+	case "tmpfs":
+		return canMountTmpfs(), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
