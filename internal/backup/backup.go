@@ -135,9 +135,14 @@ func backupRepo(ctx context.Context, root forge.Root, dir, key string, refs map[
 	if err := writeRefs(dst, refs); err != nil {
 		return err
 	}
-	// git gc may have packed objects and pruned the loose copies between
-	// the walk and the copy: what a ref reaches must be there. Each round
-	// looks at the objects as they are now, and copies what is new.
+	return completeObjects(ctx, src, dst, st)
+}
+
+// completeObjects makes sure every object a ref of dst reaches is there:
+// git gc may have packed objects and pruned their loose copies between the
+// walk and the copy. Each round looks at src's objects as they are now and
+// copies what dst lacks.
+func completeObjects(ctx context.Context, src, dst string, st *stats) error {
 	g := git.Repo{Dir: dst}
 	var last error
 	for round := 0; round < 5; round++ {
