@@ -163,10 +163,15 @@ func CheckSetting(key, value string) error {
 		if _, err := store.ParseBusyTimeout(value); err != nil {
 			return err
 		}
-	case SettingRateBurst, SettingRateRefill:
+	case SettingRateBurst:
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil || n < 1 || n > 1e9 || math.IsNaN(n) {
-			return fault.New(fault.Usage, "bad %s %q: want a number from 1 to 1e9", key, value)
+			return fault.New(fault.Usage, "bad %s %q: want a number of writes from 1 to 1e9", key, value)
+		}
+	case SettingRateRefill:
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil || !(n > 0) || n > 1e9 {
+			return fault.New(fault.Usage, "bad %s %q: want writes a second, more than 0 and at most 1e9", key, value)
 		}
 	default:
 		return fault.New(fault.Usage, "unknown setting %q: want one of %s", key, strings.Join(Settings, ", "))

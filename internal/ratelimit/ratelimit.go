@@ -47,12 +47,11 @@ func Read(ctx context.Context, q store.Querier) (Limits, error) {
 				return err
 			}
 			n, err := strconv.ParseFloat(v, 64)
-			if err != nil || n < 1 || math.IsNaN(n) || math.IsInf(n, 0) {
-				return nil
-			}
-			if k == SettingBurst {
+			switch {
+			case err != nil || math.IsInf(n, 0):
+			case k == SettingBurst && n >= 1:
 				l.Burst = n
-			} else {
+			case k == SettingRefill && n > 0:
 				l.Refill = n
 			}
 			return nil
