@@ -40,9 +40,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -322,5 +325,63 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s did not appear within a minute", args[0])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOperationsDoc runs the command blocks of docs/operations.md as
+// written, in order, against a fresh forge: only the two directories they
+// name are moved under a temporary directory, and ssh reaches the forge
+// through serve as sshd would (joining its words as ssh does).
+func TestOperationsDoc(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	rest := string(doc)
+	for {
+		_, after, ok := strings.Cut(rest, "```sh\n")
+		if !ok {
+			break
+		}
+		block, after2, ok := strings.Cut(after, "```")
+		if !ok {
+			t.Fatal("unterminated ```sh block")
+		}
+		blocks = append(blocks, block)
+		rest = after2
+	}
+	if len(blocks) < 4 {
+		t.Fatalf("found %d sh blocks in docs/operations.md", len(blocks))
+	}
+	tmp := t.TempDir()
+	root := filepath.Join(tmp, "root")
+	bin := filepath.Join(tmp, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fakeSSH := "#!/bin/sh\nshift\nSSH_ORIGINAL_COMMAND=\"$*\" exec collab-hook serve --as alice\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(fakeSSH), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "COLLAB_ROOT="+root, "PATH="+bin+":"+binDir+":"+os.Getenv("PATH"))
+	sh := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-euc", script)
+		cmd.Dir, cmd.Env = tmp, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s\n---\n%s", err, script, out)
+		}
+		return string(out)
+	}
+	sh("collab-hook init && collab-hook repo create demo && collab-hook user add alice && collab-hook grant alice demo write")
+	script := strings.NewReplacer("/var/backups/collab", filepath.Join(tmp, "backups"), "/srv/collab-restored", filepath.Join(tmp, "restored")).
+		Replace(strings.Join(blocks, "\n"))
+	out := sh(script)
+	for _, want := range []string{"backup: database and refs of 1 repositories", "restore: ", "fsck: 0 problems found", "issue [0-9a-f]{40} filed"} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("output of docs/operations.md's commands lacks %q:\n%s", want, out)
+		}
 	}
 }
