@@ -444,6 +444,9 @@ func ParseTime(s string) (time.Time, error) {
 // connections still see the last commit (WAL). A backup takes its snapshot
 // of the database and the refs together this way.
 func (db *DB) Exclusive(ctx context.Context, fn func() error) error {
+	if db.readOnly {
+		return fn() // nothing can write: no lock needed, nor possible
+	}
 	return db.Write(ctx, func(*sql.Tx) error { return fn() })
 }
 
