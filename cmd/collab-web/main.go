@@ -67,7 +67,7 @@ func serve(c *cli.Context) error {
 	defer db.Close()
 	// Every write a signed-in principal makes (API, pages) is counted
 	// against its rate limit, in the write's own transaction.
-	db.SetWriteCheck(ratelimit.Check)
+	db.SetWriteCheck((&ratelimit.Limiter{}).Check)
 	base := c.String("url")
 	if base == "" {
 		if base, err = store.Setting(ctx, db.R(), forge.SettingURL); err != nil {

@@ -11,10 +11,10 @@ package ratelimit
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
@@ -62,54 +62,48 @@ func Read(ctx context.Context, q store.Querier) (Limits, error) {
 	return l, nil
 }
 
+// takeSQL refills the bucket for the time since its last write (never past
+// the burst; a clock set back refills nothing), spends one write and
+// returns what is left, negative when the bucket was empty (the caller's
+// refusal rolls the transaction back). Times are stored to the
+// millisecond, and the elapsed time is rounded to it (julianday's floating
+// point would make 1 s 0.99999… s). One plain statement: modernc's SQLite
+// parses every statement anew, and a write pays for each.
+const takeSQL = `INSERT INTO rate_buckets(principal, tokens, updated_at) VALUES (:who, :burst - 1, :now)
+ON CONFLICT(principal) DO UPDATE SET
+  tokens = min(:burst, tokens + max(0, round((julianday(:now) - julianday(updated_at)) * 86400000.0) / 1000.0) * :refill) - 1,
+  updated_at = :now
+RETURNING tokens`
+
 // Take spends one write from principal's bucket at now, inside tx (the
-// write's own transaction). An empty bucket is a fault.RateLimited whose
-// RetryAfter says when the next write will be allowed.
+// write's own transaction, which a refusal rolls back). An empty bucket is
+// a fault.RateLimited whose RetryAfter says when the next write will be
+// allowed.
 func Take(ctx context.Context, tx store.Querier, principal string, now time.Time) error {
 	l, err := Read(ctx, tx)
 	if err != nil {
 		return err
 	}
-	tokens := l.Burst
-	var have float64
-	var at string
-	err = tx.QueryRowContext(ctx, "SELECT tokens, updated_at FROM rate_buckets WHERE principal = ?", principal).Scan(&have, &at)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return fmt.Errorf("read rate bucket of %s: %w", principal, err)
-	default:
-		tokens = refill(l, have, at, now)
-	}
-	if tokens < 1 {
-		wait := time.Duration((1 - tokens) / l.Refill * float64(time.Second))
-		e := fault.New(fault.RateLimited, "rate limit: %s made more than %g writes in a burst (refilled at %g a second); try again in %s",
-			principal, l.Burst, l.Refill, roundUp(wait))
-		e.RetryAfter = wait
-		return e
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO rate_buckets(principal, tokens, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT(principal) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at`,
-		principal, tokens-1, store.FormatTime(now))
+	return l.Take(ctx, tx, principal, now)
+}
+
+// Take is Take with these limits.
+func (l Limits) Take(ctx context.Context, tx store.Querier, principal string, now time.Time) error {
+	left := 0.0
+	err := store.Each(ctx, tx, takeSQL, []any{sql.Named("who", principal), sql.Named("burst", l.Burst),
+		sql.Named("refill", l.Refill), sql.Named("now", store.FormatTime(now))},
+		func(rows *sql.Rows) error { return rows.Scan(&left) })
 	if err != nil {
 		return fmt.Errorf("spend rate bucket of %s: %w", principal, err)
 	}
-	return nil
-}
-
-// refill is what a bucket that held have at time at holds at now: never
-// more than the burst. A stored time that cannot be read, or one in the
-// future (a clock set back), refills nothing rather than everything.
-func refill(l Limits, have float64, at string, now time.Time) float64 {
-	t, err := store.ParseTime(at)
-	if err != nil {
-		return math.Min(have, l.Burst)
+	if left >= 0 {
+		return nil
 	}
-	elapsed := now.Sub(t).Seconds()
-	if elapsed < 0 {
-		elapsed = 0
-	}
-	return math.Min(l.Burst, have+elapsed*l.Refill)
+	wait := time.Duration(-left / l.Refill * float64(time.Second))
+	e := fault.New(fault.RateLimited, "rate limit: %s made more than %g writes in a burst (refilled at %g a second); try again in %s",
+		principal, l.Burst, l.Refill, roundUp(wait))
+	e.RetryAfter = wait
+	return e
 }
 
 // roundUp is d in whole seconds, rounded up: a caller told "1s" must not
@@ -118,8 +112,32 @@ func roundUp(d time.Duration) time.Duration {
 	return max(time.Second, time.Duration(math.Ceil(d.Seconds()))*time.Second)
 }
 
+// Limiter is a process's rate limit: the limits read from the settings at
+// most once per TTL (a config set reaches a running collab-web within it),
+// so that a write pays for one statement, not three.
+type Limiter struct {
+	mu sync.Mutex
+	l  Limits
+	at time.Time
+}
+
+// TTL is how long a Limiter trusts the limits it read.
+const TTL = 2 * time.Second
+
 // Check is Take at the wall clock, in the shape of store.WriteCheck: the
 // hook through which every write a principal makes is counted.
-func Check(ctx context.Context, tx *sql.Tx, principal string) error {
-	return Take(ctx, tx, principal, time.Now())
+func (lim *Limiter) Check(ctx context.Context, tx *sql.Tx, principal string) error {
+	now := time.Now()
+	lim.mu.Lock()
+	if lim.at.IsZero() || now.Sub(lim.at) >= TTL {
+		l, err := Read(ctx, tx)
+		if err != nil {
+			lim.mu.Unlock()
+			return err
+		}
+		lim.l, lim.at = l, now
+	}
+	l := lim.l
+	lim.mu.Unlock()
+	return l.Take(ctx, tx, principal, now)
 }

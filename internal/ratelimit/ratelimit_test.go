@@ -139,7 +139,7 @@ func TestRolledBackWriteSpendsNothing(t *testing.T) {
 // principal are counted, others (admin commands, bookkeeping) are not.
 func TestStoreHook(t *testing.T) {
 	db := openDB(t, map[string]string{SettingBurst: "2", SettingRefill: "1"})
-	db.SetWriteCheck(Check)
+	db.SetWriteCheck((&Limiter{}).Check)
 	ctx := context.Background()
 	as := store.WithPrincipal(ctx, "alice")
 	noop := func(*sql.Tx) error { return nil }

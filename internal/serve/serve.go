@@ -118,7 +118,7 @@ func Run(ctx context.Context, r *Request) int {
 	defer db.Close()
 	// Every write a verb makes for the principal is counted against its
 	// rate limit, in the write's own transaction.
-	db.SetWriteCheck(ratelimit.Check)
+	db.SetWriteCheck((&ratelimit.Limiter{}).Check)
 	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
 		return refuse(err)
 	}

@@ -49,6 +49,33 @@ func (db *DB) BusyTimeout(ctx context.Context) time.Duration {
 	return d
 }
 
+// busySlack is how far a write's remaining budget may be from the
+// connections' own busy_timeout before it is set for that write.
+const busySlack = 100 * time.Millisecond
+
+// settingsTTL is how long a process trusts the busy_timeout it read: a
+// config set reaches a running collab-web within it.
+const settingsTTL = 2 * time.Second
+
+type busyCache struct {
+	mu sync.Mutex
+	d  time.Duration
+	at time.Time
+}
+
+// busyTimeout is BusyTimeout, read at most once per settingsTTL: it is
+// asked before every write.
+func (db *DB) busyTimeout(ctx context.Context) time.Duration {
+	c := &db.busy
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < settingsTTL {
+		return c.d
+	}
+	c.d, c.at = db.BusyTimeout(ctx), time.Now()
+	return c.d
+}
+
 // waitBudget is what one request has spent waiting for the writer lock.
 type waitBudget struct {
 	mu   sync.Mutex

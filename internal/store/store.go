@@ -44,6 +44,9 @@ type DB struct {
 	// check runs first in every write transaction of a request that names
 	// its principal (WithPrincipal): the rate limit's hook point.
 	check WriteCheck
+	// busy caches the busy_timeout setting for the writes of a
+	// long-running process.
+	busy busyCache
 }
 
 // WALLimit is journal_size_limit: after a checkpoint resets the WAL, the
@@ -232,7 +235,7 @@ func Each(ctx context.Context, q Querier, query string, args []any, fn func(*sql
 // WithWaitBudget); past it, and on a full disk or a read-only root, the
 // error is a fault.Unavailable that says which, and nothing was written.
 func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return db.classify(db.write(ctx, db.BusyTimeout(ctx), fn))
+	return db.classify(db.write(ctx, db.busyTimeout(ctx), fn))
 }
 
 // TryWrite is Write that never waits: when another writer holds the lock
@@ -292,16 +295,22 @@ func (db *DB) begin(ctx context.Context, left time.Duration) (*sql.Tx, func(), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("writer connection: %w", err)
 	}
-	ms := max(left.Milliseconds(), 0)
-	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("set busy_timeout: %w", err)
-	}
-	release := func() {
-		// The connection may serve reads next (OpenShort): give it back
-		// with the usual wait.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.Itoa(int(DefaultBusyTimeout/time.Millisecond)))
-		conn.Close()
+	release := func() { conn.Close() }
+	// Connections wait DefaultBusyTimeout (the DSN); only a write with
+	// another budget left (it waited in the queue, or the setting differs)
+	// pays for two more statements.
+	if d := left - DefaultBusyTimeout; d < -busySlack || d > busySlack {
+		ms := max(left.Milliseconds(), 0)
+		if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+			conn.Close()
+			return nil, nil, fmt.Errorf("set busy_timeout: %w", err)
+		}
+		release = func() {
+			// The connection may serve reads next (OpenShort): give it
+			// back with the usual wait.
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = "+strconv.Itoa(int(DefaultBusyTimeout/time.Millisecond)))
+			conn.Close()
+		}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
