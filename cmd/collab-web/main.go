@@ -92,9 +92,15 @@ func serve(c *cli.Context) error {
 	var bg sync.WaitGroup
 	bg.Add(3)
 	go func() { defer bg.Done(); background(bctx, root, db, log); <-bctx.Done() }()
-	// The push sweeper: merge scans and refs that killed hooks missed.
+	// The push sweeper: merge scans and refs that killed hooks missed
+	// (it writes: not on a read-only root, see background).
 	sw := &push.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
-	go func() { defer bg.Done(); sw.Run(bctx, c.Duration("sweep-every")) }()
+	go func() {
+		defer bg.Done()
+		if !db.ReadOnly() {
+			sw.Run(bctx, c.Duration("sweep-every"))
+		}
+	}()
 	go func() { defer bg.Done(); db.KeepWALSmall(bctx, c.Duration("checkpoint-every"), log) }()
 	defer func() { stopBackground(); bg.Wait() }()
 
@@ -123,7 +129,7 @@ func serve(c *cli.Context) error {
 func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Logger) {
 	if db.ReadOnly() {
 		// Both write; pages and the API still serve reads.
-		log.Warn("the forge root is read-only: webhook delivery and the lease sweeper are paused; restart collab-web once it is writable")
+		log.Warn("the forge root is read-only: webhook delivery, the lease sweeper and the push sweeper are paused; restart collab-web once it is writable")
 		return
 	}
 	key, err := root.Key()

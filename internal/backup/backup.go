@@ -3,9 +3,10 @@
 // on, and makes a new root from such a copy.
 //
 // Consistency: the database and the refs of every repository are taken
-// together while the writer lock is held, so the copy holds no ref without
-// its row and no row without its ref (a patch pushed during the backup is
-// either wholly in it or not at all). Objects are immutable, so they are
+// together while every repository's refs lock and the writer lock are
+// held, so the copy holds no ref without its row and no row without its
+// ref (a patch pushed during the backup is either wholly in it or not at
+// all). Objects are immutable, so they are
 // copied afterwards without the lock; a git gc that packs or prunes while
 // they are copied is caught by a connectivity check, and the objects are
 // looked for again.
@@ -28,6 +29,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
@@ -59,36 +61,22 @@ func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now 
 		return Manifest{}, err
 	}
 	m := Manifest{Format: Format, CreatedAt: store.FormatTime(now), SourceRoot: root.Dir}
-	snaps := map[string]map[string]string{} // repository key → ref → oid
-	start := time.Now()
-	err := db.Exclusive(ctx, func() error {
-		if err := db.CopyTo(ctx, filepath.Join(dir, "collab.db")); err != nil {
-			return err
+	var snaps map[string]map[string]string // repository key → ref → oid
+	var start time.Time
+	for attempt := 0; ; attempt++ {
+		var err error
+		start = time.Now()
+		snaps, err = snapshot(ctx, root, db, dir, &m)
+		if err == nil {
+			break
 		}
-		// The list of repositories and their refs, from the moment the
-		// copy shows: no write commits while the lock is held.
-		all, err := repos.List(ctx, db.R())
-		if err != nil {
-			return err
+		if !errors.Is(err, errNewRepo) || attempt >= 3 {
+			return m, fault.Default(err, "backup failed")
 		}
-		for _, r := range all {
-			src, err := reponame.Dir(root.ReposDir(), r.Name)
-			if err != nil {
-				return err
-			}
-			refs, err := git.Repo{Dir: src}.Refs(ctx)
-			if err != nil {
-				return fmt.Errorf("refs of %s: %w", reponame.Display(r.Name), err)
-			}
-			snaps[r.Name] = refs
-			m.Repos = append(m.Repos, r.Name)
+		// A repository was created meanwhile: its refs were not locked.
+		if err := os.Remove(filepath.Join(dir, "collab.db")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return m, err
 		}
-		v, err := db.Version(ctx)
-		m.SchemaVersion = v
-		return err
-	})
-	if err != nil {
-		return m, fault.Default(err, "backup failed")
 	}
 	m.LockedMS = time.Since(start).Milliseconds()
 	fmt.Fprintf(out, "backup: database and refs of %d repositories taken together (writer lock held %d ms)\n", len(m.Repos), m.LockedMS)
@@ -120,6 +108,75 @@ func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now 
 	return m, nil
 }
 
+// errNewRepo is a repository that appeared between the listing of the
+// repositories and the lock.
+var errNewRepo = errors.New("a repository was created during the snapshot")
+
+// snapshot copies the database into dir and reads every repository's refs,
+// all at one moment: it holds every repository's refs lock (which a push
+// holds from before its transaction until its refs are written) and then
+// the database's writer lock, in the order pushes take them, so that no
+// push is between its commit and its ref update.
+func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m *Manifest) (map[string]map[string]string, error) {
+	listed, err := repos.List(ctx, db.R())
+	if err != nil {
+		return nil, err
+	}
+	locked := map[string]bool{}
+	var unlocks []func()
+	defer func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}()
+	if !db.ReadOnly() {
+		for _, r := range listed { // sorted by name: one order for every locker
+			src, err := reponame.Dir(root.ReposDir(), r.Name)
+			if err != nil {
+				return nil, err
+			}
+			u, err := push.LockRefs(ctx, src)
+			if err != nil {
+				return nil, fmt.Errorf("lock the refs of %s: %w", reponame.Display(r.Name), err)
+			}
+			unlocks = append(unlocks, u)
+			locked[r.Name] = true
+		}
+	}
+	snaps := map[string]map[string]string{}
+	m.Repos = nil
+	err = db.Exclusive(ctx, func() error {
+		all, err := repos.List(ctx, db.R())
+		if err != nil {
+			return err
+		}
+		for _, r := range all {
+			if !locked[r.Name] && !db.ReadOnly() {
+				return errNewRepo
+			}
+		}
+		if err := db.CopyTo(ctx, filepath.Join(dir, "collab.db")); err != nil {
+			return err
+		}
+		for _, r := range all {
+			src, err := reponame.Dir(root.ReposDir(), r.Name)
+			if err != nil {
+				return err
+			}
+			refs, err := git.Open(src).Refs(ctx)
+			if err != nil {
+				return fmt.Errorf("refs of %s: %w", reponame.Display(r.Name), err)
+			}
+			snaps[r.Name] = refs
+			m.Repos = append(m.Repos, r.Name)
+		}
+		v, err := db.Version(ctx)
+		m.SchemaVersion = v
+		return err
+	})
+	return snaps, err
+}
+
 // backupRepo copies one repository: everything but its refs, which are
 // written from the snapshot, and the caches that could name objects the
 // copy lacks (commit-graph, multi-pack-index, bitmaps).
@@ -143,7 +200,7 @@ func backupRepo(ctx context.Context, root forge.Root, dir, key string, refs map[
 // walk and the copy. Each round looks at src's objects as they are now and
 // copies what dst lacks.
 func completeObjects(ctx context.Context, src, dst string, st *stats) error {
-	g := git.Repo{Dir: dst}
+	g := git.Open(dst)
 	var last error
 	for round := 0; round < 5; round++ {
 		if last = g.CheckConnectivity(ctx); last == nil {

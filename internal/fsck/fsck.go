@@ -125,7 +125,7 @@ func (c *Checker) Run(ctx context.Context, key string) error {
 		}
 	}
 	if key == "" {
-		return c.modes(true)
+		return c.modes()
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func (c *Checker) hooks(ctx context.Context, name, dir string, g git.Repo) error
 		if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, []byte(repos.Shim(c.Binary, c.Root.Dir, h))) {
 			found = append(found, "hook "+h+" is stale (another binary or root)")
 		}
-		if st.Mode().Perm()&0o111 != 0o111 {
+		if st.Mode().Perm()&0o100 == 0 { // git runs hooks as their owner, the forge's user
 			found = append(found, fmt.Sprintf("hook %s is not executable (mode %v): git would skip it", h, st.Mode().Perm()))
 		}
 	}

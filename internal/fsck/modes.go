@@ -35,10 +35,12 @@ func looseness(rel string) fs.FileMode {
 // modes finds files and directories of the root whose modes are looser
 // than the forge gives them (a plain init under umask 000 before this was
 // fixed made the root 0755 and collab.db 0644: a local user could read
-// private repositories) and, when fix is set, takes the extra bits away.
+// private repositories) and, unless this is a dry run, takes the extra bits
+// away.
 // Files at the top of the root are named one by one; what lies under a
 // directory (repos/, log/) is counted per directory.
-func (c *Checker) modes(fix bool) error {
+func (c *Checker) modes() error {
+	fix := !c.DryRun
 	root := c.Root.Dir
 	loose := map[string]int{} // top-level entry → how many were too open
 	var names []string
@@ -99,12 +101,8 @@ func (c *Checker) modes(fix bool) error {
 	for _, t := range tops {
 		names = append(names, fmt.Sprintf("%s/: %d files and directories were writable by the group or open to others", t, loose[t]))
 	}
-	action := "tightened"
-	if !fix {
-		action = "left as it is"
-	}
 	for _, n := range names {
-		c.problem(fix, "%s; %s", n, action)
+		c.problem(true, "%s; tightened", n)
 	}
 	return nil
 }

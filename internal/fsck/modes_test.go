@@ -49,7 +49,7 @@ func TestModes(t *testing.T) {
 	}
 	var out bytes.Buffer
 	c := &Checker{Root: forge.Root{Dir: dir}, Out: &out}
-	if err := c.modes(true); err != nil {
+	if err := c.modes(); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -78,7 +78,7 @@ func TestModes(t *testing.T) {
 		}
 	}
 	again := &Checker{Root: forge.Root{Dir: dir}, Out: &out}
-	if err := again.modes(true); err != nil || again.Found != 0 {
+	if err := again.modes(); err != nil || again.Found != 0 {
 		t.Errorf("second run: %d found, %v", again.Found, err)
 	}
 }

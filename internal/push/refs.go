@@ -20,7 +20,7 @@ const LockName = "collab-refs.lock"
 // order is refs lock, then the database's). A killed holder's lock is
 // released by the kernel.
 func LockRefs(ctx context.Context, dir string) (unlock func(), err error) {
-	return flock.Lock(ctx, filepath.Join(dir, LockName), 0o644)
+	return flock.Lock(ctx, filepath.Join(dir, LockName), 0o640)
 }
 
 // PatchRefs are the refs patch id must have for its revisions revs (in
