@@ -180,11 +180,22 @@ func CheckSetting(key, value string) error {
 }
 
 // mkdirPrivate makes dir (and missing parents) with DirMode; the umask can
-// only make that tighter. A directory that already exists keeps its mode:
-// fsck reports one that is too open.
+// only make that tighter. A directory that was there already (a mount
+// point, an admin's mkdir) loses what DirMode does not grant: the group's
+// write bit and everything for others; nothing is ever loosened.
 func mkdirPrivate(dir string) error {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if extra := fi.Mode().Perm() &^ DirMode; extra != 0 {
+		keep := fi.Mode() & (os.ModePerm | os.ModeSetgid | os.ModeSetuid | os.ModeSticky)
+		if err := os.Chmod(dir, keep&^extra); err != nil {
+			return fmt.Errorf("make %s private: %w", dir, err)
+		}
 	}
 	return nil
 }
