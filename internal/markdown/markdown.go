@@ -6,6 +6,8 @@ package markdown
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"html/template"
 
 	"github.com/microcosm-cc/bluemonday"
@@ -16,6 +18,7 @@ import (
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
+	"github.com/collab-forge/collab/internal/cache"
 	"github.com/collab-forge/collab/internal/issues"
 )
 
@@ -27,6 +30,7 @@ type Ref = issues.Ref
 type Renderer struct {
 	md     goldmark.Markdown
 	policy *bluemonday.Policy
+	cache  *cache.Cache[template.HTML]
 }
 
 // New returns a renderer whose cross-references link to link(ref).
@@ -39,6 +43,30 @@ func New(link func(Ref) string) *Renderer {
 	p.RequireNoReferrerOnLinks(true)
 	p.AllowAttrs("type", "checked", "disabled").OnElements("input")
 	return &Renderer{md: md, policy: p}
+}
+
+// WithCache makes Cached keep up to maxBytes of rendered HTML in memory.
+func (r *Renderer) WithCache(maxBytes int64) *Renderer {
+	r.cache = cache.New[template.HTML](maxBytes)
+	return r
+}
+
+// Cached is Render, remembered under key (say "comment:ID") and the hash
+// of src, so that a page shown again does not pay for its Markdown again
+// (a 1 MiB comment costs a good part of a second) and an edited body is
+// never served stale. Without WithCache it is Render.
+func (r *Renderer) Cached(key, src string) template.HTML {
+	if r.cache == nil {
+		return r.Render(src)
+	}
+	sum := sha256.Sum256([]byte(src))
+	k := key + "\x00" + hex.EncodeToString(sum[:])
+	if h, ok := r.cache.Get(k); ok {
+		return h
+	}
+	h := r.Render(src)
+	r.cache.Put(k, h, int64(len(h)+len(k)))
+	return h
 }
 
 // Render returns the safe HTML of src. A body that fails to render is shown

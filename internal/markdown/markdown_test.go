@@ -48,3 +48,24 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+func TestCached(t *testing.T) {
+	r := New(func(Ref) string { return "/x" }).WithCache(1 << 20)
+	a := r.Cached("comment:1", "*one*")
+	if string(a) != "<p><em>one</em></p>\n" {
+		t.Fatalf("rendered %q", a)
+	}
+	if r.cache.Len() != 1 {
+		t.Fatalf("cache holds %d entries, want 1", r.cache.Len())
+	}
+	if b := r.Cached("comment:1", "*one*"); b != a || r.cache.Len() != 1 {
+		t.Fatalf("second render %q, %d entries", b, r.cache.Len())
+	}
+	// The same key with another body is another entry: never stale.
+	if c := r.Cached("comment:1", "**two**"); string(c) != "<p><strong>two</strong></p>\n" {
+		t.Fatalf("changed body rendered %q", c)
+	}
+	if r.cache.Len() != 2 {
+		t.Fatalf("cache holds %d entries, want 2", r.cache.Len())
+	}
+}

@@ -1,0 +1,471 @@
+// Package browse reads a repository's content for the web's code pages
+// (overview, tree, blob, commits, a revision's commits) through stock git.
+//
+// Every read has a budget: a number of entries or bytes past which git is
+// stopped (git.Repo.Copy) and the caller told that the answer is cut, so
+// that no repository content, however large, costs more than a page's
+// worth of memory and time. User values reach git only as full object ids,
+// as ref names checked here and prefixed with refs/heads/ or refs/tags/, or
+// as paths on stdin; never as options.
+package browse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+)
+
+// Budgets of the reads.
+const (
+	// MaxBlob is the largest file shown on a blob page; larger ones are
+	// described, not read.
+	MaxBlob = 1 << 20
+	// MaxRaw is the largest file served raw.
+	MaxRaw = 64 << 20
+	// MaxEntries bounds a tree listing.
+	MaxEntries = 2000
+	// MaxRefs bounds the branches listed.
+	MaxRefs = 200
+	// maxListing bounds the bytes of a listing git prints (trees, refs, logs).
+	maxListing = 4 << 20
+	// maxMessages bounds the commit messages of one revision's list.
+	maxMessages = 1 << 20
+	// MaxReadme bounds the README shown on the overview.
+	MaxReadme = 512 << 10
+)
+
+// Repo is a bare repository read for the pages.
+type Repo struct {
+	git git.Repo
+}
+
+// Open returns the repository in dir (a bare repository's path).
+func Open(dir string) Repo { return Repo{git: git.Repo{Dir: dir}} }
+
+// Branch is a branch and its tip.
+type Branch struct {
+	Name    string
+	Commit  Commit
+	Default bool
+}
+
+// Commit is a commit as the pages show it.
+type Commit struct {
+	OID         string
+	Parents     []string
+	Author      string
+	AuthorEmail string
+	When        string // author date, RFC 3339
+	Subject     string
+	// Body is the message after the subject line (only where asked for).
+	Body string
+}
+
+// Short is the commit id abbreviated as pages show it.
+func (c Commit) Short() string { return c.OID[:min(len(c.OID), 10)] }
+
+const (
+	fieldSep  = "\x1f"
+	logFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s"
+	msgFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%b"
+)
+
+func parseCommit(rec string, full bool) (Commit, bool) {
+	n := 6
+	if full {
+		n = 7
+	}
+	f := strings.SplitN(strings.TrimLeft(rec, "\n"), fieldSep, n)
+	if len(f) != n || !git.IsOID(f[0]) {
+		return Commit{}, false
+	}
+	c := Commit{OID: f[0], Parents: strings.Fields(f[1]), Author: f[2], AuthorEmail: f[3], When: f[4], Subject: f[5]}
+	if full {
+		c.Body = strings.TrimRight(f[6], "\n")
+	}
+	return c, true
+}
+
+// DefaultBranch is the branch HEAD names ("" when HEAD is not a branch).
+func (r Repo) DefaultBranch(ctx context.Context) (string, error) {
+	out, _, err := r.git.Output(ctx, 4096, nil, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		var ge *git.Error
+		if errors.As(err, &ge) && ge.Code == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "refs/heads/"), nil
+}
+
+// Branches lists up to max branches, the default first, then by the
+// date of their tips, newest first; more says some were left out.
+func (r Repo) Branches(ctx context.Context, max int) (bs []Branch, more bool, err error) {
+	def, err := r.DefaultBranch(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	out, cut, err := r.git.Output(ctx, maxListing, nil, "for-each-ref", "--sort=-committerdate", "--count="+strconv.Itoa(max+1),
+		"--format=%(refname:strip=2)%1f%(objectname)%1f%(parent)%1f%(authorname)%1f%(authoremail:trim)%1f%(authordate:iso-strict)%1f%(contents:subject)%00",
+		"refs/heads/")
+	if err != nil {
+		return nil, false, err
+	}
+	for _, rec := range strings.Split(string(out), "\x00") {
+		name, rest, ok := strings.Cut(strings.TrimLeft(rec, "\n"), fieldSep)
+		if !ok {
+			continue
+		}
+		c, ok := parseCommit(rest, false)
+		if !ok {
+			continue // a branch pointing at something other than a commit
+		}
+		bs = append(bs, Branch{Name: name, Commit: c, Default: name == def})
+	}
+	if len(bs) > max || cut {
+		more = true
+		bs = bs[:min(len(bs), max)]
+	}
+	sort.SliceStable(bs, func(i, j int) bool { return bs[i].Default && !bs[j].Default })
+	return bs, more, nil
+}
+
+// Log returns up to n commits reachable from commit (a full id), newest
+// first, after skipping skip; more says there are others after them.
+func (r Repo) Log(ctx context.Context, commit string, skip, n int) (cs []Commit, more bool, err error) {
+	if !git.IsOID(commit) {
+		return nil, false, fmt.Errorf("log %q: not an object id", commit)
+	}
+	out, _, err := r.git.Output(ctx, maxListing, nil, "log", "-z", logFormat, "--skip="+strconv.Itoa(skip),
+		"--max-count="+strconv.Itoa(n+1), commit, "--")
+	if err != nil {
+		return nil, false, err
+	}
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if c, ok := parseCommit(rec, false); ok {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) > n {
+		return cs[:n], true, nil
+	}
+	return cs, false, nil
+}
+
+// Range returns the commits of base..tip (full ids) with their messages,
+// oldest first, at most max of them; more says some were left out (the
+// newest ones are kept, as the tip is what a reviewer looks at).
+func (r Repo) Range(ctx context.Context, base, tip string, max int) (cs []Commit, more bool, err error) {
+	if !git.IsOID(base) || !git.IsOID(tip) {
+		return nil, false, fmt.Errorf("log %q..%q: not object ids", base, tip)
+	}
+	out, cut, err := r.git.Output(ctx, maxMessages, nil, "log", "-z", msgFormat, "--max-count="+strconv.Itoa(max+1), tip, "^"+base, "--")
+	if err != nil {
+		return nil, false, err
+	}
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if c, ok := parseCommit(rec, true); ok {
+			cs = append(cs, c)
+		}
+	}
+	if cut && len(cs) > 0 {
+		cs = cs[:len(cs)-1] // the last record may be cut short
+		more = true
+	}
+	if len(cs) > max {
+		cs, more = cs[:max], true
+	}
+	for i, j := 0, len(cs)-1; i < j; i, j = i+1, j-1 {
+		cs[i], cs[j] = cs[j], cs[i]
+	}
+	return cs, more, nil
+}
+
+// Resolved is a ref named in a page URL and the commit it points to.
+type Resolved struct {
+	Name   string // as named: a branch, a tag or a commit id
+	Commit string
+	// Kind is "branch", "tag" or "commit".
+	Kind string
+}
+
+// Resolve finds the ref at the start of segs (a branch or tag, whose name
+// may hold slashes, the longest that exists winning; else a commit id of 4
+// to 64 hex digits) and returns it with the remaining segments (a path).
+// Nothing that matches is fault.NotFound.
+func (r Repo) Resolve(ctx context.Context, segs []string) (Resolved, []string, error) {
+	type cand struct {
+		res  Resolved
+		rest []string
+	}
+	var cands []cand
+	var in strings.Builder
+	for i := len(segs); i >= 1; i-- {
+		name := strings.Join(segs[:i], "/")
+		if !validRefName(name) {
+			continue
+		}
+		for _, k := range []string{"branch", "tag"} {
+			full := "refs/heads/" + name
+			if k == "tag" {
+				full = "refs/tags/" + name
+			}
+			cands = append(cands, cand{Resolved{Name: name, Kind: k}, segs[i:]})
+			in.WriteString(full + "^{commit}\n")
+		}
+	}
+	if len(segs) > 0 && isHex(segs[0]) && len(segs[0]) >= 4 && len(segs[0]) <= 64 {
+		cands = append(cands, cand{Resolved{Name: segs[0], Kind: "commit"}, segs[1:]})
+		in.WriteString(segs[0] + "^{commit}\n")
+	}
+	if len(cands) == 0 {
+		return Resolved{}, nil, fault.New(fault.NotFound, "no such branch, tag or commit")
+	}
+	out, _, err := r.git.Output(ctx, int64(len(cands))*200+4096, strings.NewReader(in.String()),
+		"cat-file", "--batch-check=%(objectname) %(objecttype)")
+	if err != nil {
+		return Resolved{}, nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	for i, c := range cands {
+		if i >= len(lines) {
+			break
+		}
+		f := strings.Fields(lines[i])
+		if len(f) == 2 && f[1] == "commit" && git.IsOID(f[0]) {
+			c.res.Commit = f[0]
+			return c.res, c.rest, nil
+		}
+	}
+	return Resolved{}, nil, fault.New(fault.NotFound, "no such branch, tag or commit")
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validRefName is git check-ref-format's rule for a branch or tag name
+// (without refs/heads/), checked here so that no name can turn into a
+// revision expression (^, ~, :, @{) or an option.
+func validRefName(name string) bool {
+	if name == "" || name == "@" || strings.HasPrefix(name, "-") || strings.HasSuffix(name, ".") ||
+		strings.Contains(name, "..") || strings.Contains(name, "@{") || strings.Contains(name, "//") {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if c < 0x20 || c == 0x7f || strings.IndexByte(" ~^:?*[\\", c) >= 0 {
+			return false
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || strings.HasPrefix(seg, ".") || strings.HasSuffix(seg, ".lock") {
+			return false
+		}
+	}
+	return true
+}
+
+// Object is what a path names in a commit's tree.
+type Object struct {
+	OID  string
+	Type string // blob, tree, commit (a submodule)
+	Size int64
+}
+
+// Stat finds path (cleaned, relative to the root; "" for the root) in
+// commit's tree; a missing path is fault.NotFound.
+func (r Repo) Stat(ctx context.Context, commit, p string) (Object, error) {
+	if !git.IsOID(commit) {
+		return Object{}, fmt.Errorf("stat %q: not an object id", commit)
+	}
+	if strings.ContainsAny(p, "\n\x00") {
+		return Object{}, fault.New(fault.NotFound, "no such path")
+	}
+	// "OID:path" on stdin: the path is never parsed as an option, and
+	// (not starting with ./ or ../, cleaned) is read literally.
+	spec := commit + "^{tree}"
+	if p != "" {
+		spec = commit + ":" + p
+	}
+	out, _, err := r.git.Output(ctx, 4096, strings.NewReader(spec+"\n"), "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)")
+	if err != nil {
+		return Object{}, err
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 3 || !git.IsOID(f[0]) {
+		// A submodule entry is not an object of this repository: git
+		// says "missing"; look at the parent tree's entry instead.
+		if p != "" {
+			if e, ok, err := r.entry(ctx, commit, p); err != nil {
+				return Object{}, err
+			} else if ok {
+				return Object{OID: e.OID, Type: e.Type}, nil
+			}
+		}
+		return Object{}, fault.New(fault.NotFound, "no such path")
+	}
+	size, _ := strconv.ParseInt(f[2], 10, 64)
+	return Object{OID: f[0], Type: f[1], Size: size}, nil
+}
+
+// entry reads the tree entry of p from its parent directory's listing.
+func (r Repo) entry(ctx context.Context, commit, p string) (Entry, bool, error) {
+	dir := path.Dir(p)
+	if dir == "." {
+		dir = ""
+	}
+	parent, err := r.Stat(ctx, commit, dir)
+	if err != nil || parent.Type != "tree" {
+		return Entry{}, false, nil
+	}
+	es, _, err := r.Tree(ctx, parent.OID, MaxEntries)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	for _, e := range es {
+		if e.Name == path.Base(p) {
+			return e, true, nil
+		}
+	}
+	return Entry{}, false, nil
+}
+
+// Entry is one entry of a tree listing.
+type Entry struct {
+	Mode string
+	Type string // blob, tree, commit
+	OID  string
+	Name string
+	Size int64 // -1 for trees and submodules
+}
+
+// Dir reports whether the entry is a directory.
+func (e Entry) Dir() bool { return e.Type == "tree" }
+
+// Tree lists tree (a full id): directories first, then by name; at most
+// max entries, more set when some were left out.
+func (r Repo) Tree(ctx context.Context, tree string, max int) (es []Entry, more bool, err error) {
+	if !git.IsOID(tree) {
+		return nil, false, fmt.Errorf("ls-tree %q: not an object id", tree)
+	}
+	out, cut, err := r.git.Output(ctx, maxListing, nil, "ls-tree", "-z", "-l", "--full-tree", tree)
+	if err != nil {
+		return nil, false, err
+	}
+	recs := strings.Split(string(out), "\x00")
+	if cut && len(recs) > 0 {
+		recs, more = recs[:len(recs)-1], true
+	}
+	for _, rec := range recs {
+		meta, name, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 {
+			continue
+		}
+		size, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			size = -1
+		}
+		es = append(es, Entry{Mode: f[0], Type: f[1], OID: f[2], Name: name, Size: size})
+	}
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Dir() != es[j].Dir() {
+			return es[i].Dir()
+		}
+		return es[i].Name < es[j].Name
+	})
+	if len(es) > max {
+		es, more = es[:max], true
+	}
+	return es, more, nil
+}
+
+// Blob is a file's content as a page shows it.
+type Blob struct {
+	OID  string
+	Size int64
+	// Binary: the content holds a NUL byte in its first 8000 bytes (git's
+	// own test); Data is then empty.
+	Binary bool
+	// TooLarge: Size is over the page's limit; Data is then empty.
+	TooLarge bool
+	Data     []byte
+}
+
+// ReadBlob reads blob oid of size (from Stat) when it is at most max
+// bytes and not binary.
+func (r Repo) ReadBlob(ctx context.Context, oid string, size, max int64) (Blob, error) {
+	b := Blob{OID: oid, Size: size}
+	if !git.IsOID(oid) {
+		return b, fmt.Errorf("cat-file %q: not an object id", oid)
+	}
+	if size > max {
+		// Still tell binary from text by its head, for the description.
+		head, _, err := r.git.Output(ctx, 8000, nil, "cat-file", "blob", oid)
+		if err != nil {
+			return b, err
+		}
+		b.TooLarge, b.Binary = true, bytes.IndexByte(head, 0) >= 0
+		return b, nil
+	}
+	data, _, err := r.git.Output(ctx, max, nil, "cat-file", "blob", oid)
+	if err != nil {
+		return b, err
+	}
+	if bytes.IndexByte(data[:min(len(data), 8000)], 0) >= 0 {
+		b.Binary = true
+		return b, nil
+	}
+	b.Data = data
+	return b, nil
+}
+
+// CopyBlob writes blob oid to w, at most max bytes (git.ErrCut past it).
+func (r Repo) CopyBlob(ctx context.Context, w io.Writer, oid string, max int64) error {
+	if !git.IsOID(oid) {
+		return fmt.Errorf("cat-file %q: not an object id", oid)
+	}
+	_, err := r.git.Copy(ctx, w, max, nil, "cat-file", "blob", oid)
+	return err
+}
+
+// readmeNames are the files shown as a repository's README, best first.
+var readmeNames = []string{"readme.md", "readme.markdown", "readme", "readme.txt", "readme.rst"}
+
+// Readme finds the README among a root tree's entries.
+func Readme(es []Entry) (Entry, bool) {
+	best, at := Entry{}, len(readmeNames)
+	for _, e := range es {
+		if e.Type != "blob" {
+			continue
+		}
+		for i, n := range readmeNames {
+			if strings.EqualFold(e.Name, n) && i < at {
+				best, at = e, i
+			}
+		}
+	}
+	return best, at < len(readmeNames)
+}
+
+// IsMarkdown reports whether a file name says Markdown.
+func IsMarkdown(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".md" || ext == ".markdown"
+}
