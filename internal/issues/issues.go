@@ -192,6 +192,19 @@ func Lookup(ctx context.Context, q store.Querier, repo, id string, now time.Time
 // Get returns the issue with its comments, live lease, lease history,
 // linked patches and references; a missing one is fault.NotFound.
 func Get(ctx context.Context, q store.Querier, repo, id string, now time.Time) (Detail, error) {
+	d, err := GetHead(ctx, q, repo, id, now)
+	if err != nil {
+		return Detail{}, err
+	}
+	if d.Comments, err = Comments(ctx, q, repo, id); err != nil {
+		return Detail{}, err
+	}
+	return d, nil
+}
+
+// GetHead is Get without the comments (Comments is nil): for a reader
+// that pages through them (CommentPage).
+func GetHead(ctx context.Context, q store.Querier, repo, id string, now time.Time) (Detail, error) {
 	is, ok, err := Lookup(ctx, q, repo, id, now)
 	if err != nil {
 		return Detail{}, err
@@ -200,9 +213,6 @@ func Get(ctx context.Context, q store.Querier, repo, id string, now time.Time) (
 		return Detail{}, fault.New(fault.NotFound, "no issue %s", id)
 	}
 	d := Detail{Issue: is}
-	if d.Comments, err = Comments(ctx, q, repo, id); err != nil {
-		return Detail{}, err
-	}
 	if d.Tenures, err = leases.Tenures(ctx, q, repo, id, now); err != nil {
 		return Detail{}, err
 	}
