@@ -1,9 +1,7 @@
 package diff
 
 import (
-	"context"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -11,50 +9,18 @@ import (
 // pathspec; past it git shows them itself.
 const maxBigFiles = 200
 
-// bigChanges returns the changes of a..b that involve a blob larger than
-// limit. git diff reads both sides of an added or deleted file whole just
-// to call it binary, so a pushed 2 GB blob would cost 2 GB on every view;
-// these are left out of git's diff and described without being read.
-func (g git) bigChanges(ctx context.Context, a, b string, limit int64) ([]change, error) {
-	cs, err := g.changes(ctx, a, b)
-	if err != nil {
-		return nil, err
-	}
-	return g.oversized(ctx, cs, limit)
-}
-
-// oversized returns the changes of cs that involve a blob larger than limit.
-func (g git) oversized(ctx context.Context, cs []change, limit int64) ([]change, error) {
-	var oids []string
-	for _, c := range cs {
-		for _, e := range []entry{c.old, c.new} {
-			if isBlob(e.mode) {
-				oids = append(oids, e.oid)
-			}
-		}
-	}
-	if len(oids) == 0 {
-		return nil, nil
-	}
-	out, err := g.run(ctx, strings.NewReader(strings.Join(oids, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objectsize)")
-	if err != nil {
-		return nil, err
-	}
-	size := map[string]int64{}
-	for _, l := range strings.Split(out, "\n") {
-		if oid, n, ok := strings.Cut(l, " "); ok {
-			if v, err := strconv.ParseInt(n, 10, 64); err == nil {
-				size[oid] = v
-			}
-		}
-	}
+// oversized returns the changes of cs that involve a blob larger than
+// limit (sizes from git.sizes). git diff reads both sides of an added or
+// deleted file whole just to call it binary, so a pushed 2 GB blob would
+// cost 2 GB on every view; these are described without being read.
+func oversized(cs []change, sizes map[string]int64, limit int64) []change {
 	var big []change
 	for _, c := range cs {
-		if (isBlob(c.old.mode) && size[c.old.oid] > limit) || (isBlob(c.new.mode) && size[c.new.oid] > limit) {
+		if (isBlob(c.old.mode) && sizes[c.old.oid] > limit) || (isBlob(c.new.mode) && sizes[c.new.oid] > limit) {
 			big = append(big, c)
 		}
 	}
-	return big, nil
+	return big
 }
 
 func isBlob(mode string) bool { return strings.HasPrefix(mode, "100") || mode == "120000" }

@@ -17,8 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"time"
 
 	gitrepo "github.com/collab-forge/collab/internal/git"
 )
@@ -29,14 +29,17 @@ type Limits struct {
 	MaxBytes int
 	// MaxFiles bounds the number of files shown.
 	MaxFiles int
-	// BigFile is the blob size above which git shows a file as binary
-	// instead of reading it line by line (core.bigFileThreshold).
+	// BigFile is the blob size above which a file is shown as binary
+	// without git reading it (and core.bigFileThreshold for git itself).
 	BigFile int64
+	// MaxRead bounds the bytes of content git reads for one diff (both
+	// sides of every file shown); the files past it are skipped.
+	MaxRead int64
 }
 
 // DefaultLimits are what the SSH verbs and the web pages use.
 func DefaultLimits() Limits {
-	return Limits{MaxBytes: 2 << 20, MaxFiles: 1000, BigFile: 4 << 20}
+	return Limits{MaxBytes: 2 << 20, MaxFiles: 1000, BigFile: 4 << 20, MaxRead: 16 << 20}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -49,6 +52,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.BigFile <= 0 {
 		l.BigFile = d.BigFile
+	}
+	if l.MaxRead <= 0 {
+		l.MaxRead = d.MaxRead
 	}
 	return l
 }
@@ -74,6 +80,8 @@ type Result struct {
 	Conflict bool `json:"conflict"`
 	// Notes say, one line each, why the diff is not the plain whole one.
 	Notes []string `json:"notes"`
+	// Skipped are the files Text leaves out to keep within the limits.
+	Skipped []Skip `json:"skipped"`
 }
 
 // WriteText writes the diff for a terminal: notes as "# " lines before the
@@ -145,18 +153,21 @@ func Interdiff(ctx context.Context, repoDir string, from, to Range, lim Limits) 
 		"GIT_OBJECT_DIRECTORY="+objects,
 		"GIT_ALTERNATE_OBJECT_DIRECTORIES="+quoteAlternate(repoObjects),
 	)}
-	tree, conflicts, err := g.replay(ctx, from, to.Base, lim.BigFile)
+	tree, conflicts, refusal, err := g.replay(ctx, from, to.Base, lim)
 	if err != nil {
 		return Result{}, err
 	}
-	if conflicts != nil {
+	if conflicts != nil || refusal != "" {
 		res, err := g.diff(ctx, from.Commit, to.Commit, lim)
 		if err != nil {
 			return Result{}, err
 		}
-		res.Conflict = true
-		note := fmt.Sprintf("interdiff conflict: replaying %s..%s onto %s did not apply cleanly",
-			short(from.Base), short(from.Commit), short(to.Base))
+		res.Conflict = conflicts != nil
+		note := "interdiff not replayed: " + refusal
+		if res.Conflict {
+			note = fmt.Sprintf("interdiff conflict: replaying %s..%s onto %s did not apply cleanly",
+				short(from.Base), short(from.Commit), short(to.Base))
+		}
 		if len(conflicts) > 0 {
 			note = fmt.Sprintf("interdiff conflict: replaying %s..%s onto %s conflicted in %s",
 				short(from.Base), short(from.Commit), short(to.Base), strings.Join(clip(conflicts, 10), ", "))
@@ -255,56 +266,244 @@ func unmergedPaths(out string) []string {
 	return paths
 }
 
-// diff streams git diff a b, keeping at most lim of it.
+// diff streams git diff a b, keeping at most lim of it. Before git reads
+// a byte of content, the changed paths and their blob sizes are listed
+// (tree reads only): files over lim.BigFile are described without being
+// read, and once the blobs taken pass lim.MaxRead the remaining files are
+// left out of git's diff and named in Result.Skipped.
 func (g git) diff(ctx context.Context, a, b string, lim Limits) (Result, error) {
-	big, err := g.bigChanges(ctx, a, b, lim.BigFile)
+	cs, sizes, renames, notes, err := g.budgetedChanges(ctx, a, b, lim)
 	if err != nil {
 		return Result{}, err
 	}
-	if len(big) > maxBigFiles {
-		big = nil
+	p := planRead(cs, sizes, renames, lim)
+	if len(p.big) > 0 {
+		notes = append(notes, fmt.Sprintf("%d file%s over %s not read by git: shown as binary", len(p.big), plural(len(p.big)), mib(lim.BigFile)))
 	}
 	var tail strings.Builder
-	for _, c := range big {
+	for _, c := range p.big {
 		tail.WriteString(binaryStanza(c))
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	args := append(diffArgs(lim), a, b, "--")
-	args = append(args, excludes(big)...)
-	cmd := g.cmd(dctx, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return Result{}, fmt.Errorf("git diff: %w", err)
+	args := diffArgs(lim)
+	if !p.renames {
+		args = append(args, "--no-renames")
 	}
-	var errb bytes.Buffer
-	cmd.Stderr = &limitedBuffer{max: 64 << 10, b: &errb}
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("git diff: %w", err)
+	args = append(args, a, b, "--")
+	args = append(args, p.pathspecs...)
+	res := Result{}
+	cut := false
+	if len(p.read) > 0 || len(p.skipped) == 0 {
+		cmd := g.cmd(dctx, args...)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return Result{}, fmt.Errorf("git diff: %w", err)
+		}
+		var errb bytes.Buffer
+		cmd.Stderr = &limitedBuffer{max: 64 << 10, b: &errb}
+		if err := cmd.Start(); err != nil {
+			return Result{}, fmt.Errorf("git diff: %w", err)
+		}
+		// The oversized files come last, described without git reading them.
+		var rerr error
+		res, cut, rerr = capture(io.MultiReader(stdout, strings.NewReader(tail.String())), lim)
+		if cut {
+			cancel() // stop git: the rest is not wanted
+		}
+		werr := cmd.Wait()
+		if ctx.Err() != nil {
+			return Result{}, fmt.Errorf("git diff %s %s: %w", a, b, ctx.Err())
+		}
+		if rerr != nil {
+			return Result{}, fmt.Errorf("read git diff: %w", rerr)
+		}
+		if werr != nil && !cut {
+			return Result{}, fmt.Errorf("git diff %s %s: %w: %s", a, b, werr, strings.TrimSpace(errb.String()))
+		}
+	} else {
+		var rerr error
+		if res, cut, rerr = capture(strings.NewReader(tail.String()), lim); rerr != nil {
+			return Result{}, rerr
+		}
 	}
-	// The oversized files come last, described without git reading them.
-	res, cut, rerr := capture(io.MultiReader(stdout, strings.NewReader(tail.String())), lim)
-	if cut {
-		cancel() // stop git: the rest is not wanted
+	res.TotalFiles = max(len(cs), res.Files)
+	res.Notes = notes
+	res.Skipped = []Skip{}
+	for _, c := range p.skipped {
+		res.Skipped = append(res.Skipped, Skip{Path: c.dst, OldPath: c.src, Reason: "over the read budget"})
 	}
-	werr := cmd.Wait()
-	if rerr != nil {
-		return Result{}, fmt.Errorf("read git diff: %w", rerr)
+	if len(p.skipped) > 0 {
+		res.Truncated = true
+		res.Notes = append(res.Notes, fmt.Sprintf("%d file%s not shown: git would read more than %s of them (limit %s, %s a file)",
+			len(p.skipped), plural(len(p.skipped)), mib(p.wanted), mib(lim.MaxRead), mib(lim.BigFile)))
 	}
-	if werr != nil && !cut {
-		return Result{}, fmt.Errorf("git diff %s %s: %w: %s", a, b, werr, strings.TrimSpace(errb.String()))
-	}
-	res.TotalFiles = res.Files
-	res.Notes = []string{}
 	if cut {
 		res.Truncated = true
-		total, err := g.countFiles(ctx, a, b)
-		if err == nil {
-			res.TotalFiles = total
-		}
 		res.Notes = append(res.Notes, truncNote(res, lim))
 	}
 	return res, nil
+}
+
+// Skip is a file of a diff that its text leaves out, and why.
+type Skip struct {
+	Path    string `json:"path"`
+	OldPath string `json:"old_path"`
+	Reason  string `json:"reason"`
+}
+
+// budgetedChanges lists what a..b changed and the sizes of the blobs
+// involved, reading trees only. Rename detection reads the content of
+// added and deleted files, so it is done only when those fit lim.MaxRead
+// (a note says when it was not).
+func (g git) budgetedChanges(ctx context.Context, a, b string, lim Limits) (cs []change, sizes map[string]int64, renames bool, notes []string, err error) {
+	if cs, err = g.changesWith(ctx, a, b, false); err != nil {
+		return nil, nil, false, nil, err
+	}
+	if sizes, err = g.sizes(ctx, cs); err != nil {
+		return nil, nil, false, nil, err
+	}
+	var candidates int64
+	n := 0
+	for _, c := range cs {
+		switch {
+		case c.old.mode == "" && isBlob(c.new.mode):
+			candidates += sizes[c.new.oid]
+			n++
+		case c.new.mode == "" && isBlob(c.old.mode):
+			candidates += sizes[c.old.oid]
+			n++
+		}
+	}
+	notes = []string{}
+	if n < 2 {
+		return cs, sizes, true, notes, nil // nothing to pair up
+	}
+	if candidates > lim.MaxRead {
+		return cs, sizes, false, append(notes, fmt.Sprintf("renames not detected: the added and deleted files hold %s (limit %s)", mib(candidates), mib(lim.MaxRead))), nil
+	}
+	if cs, err = g.changesWith(ctx, a, b, true); err != nil {
+		return nil, nil, false, nil, err
+	}
+	return cs, sizes, true, notes, nil
+}
+
+// sizes returns the size of every blob cs involves.
+func (g git) sizes(ctx context.Context, cs []change) (map[string]int64, error) {
+	var oids []string
+	for _, c := range cs {
+		for _, e := range []entry{c.old, c.new} {
+			if isBlob(e.mode) {
+				oids = append(oids, e.oid)
+			}
+		}
+	}
+	size := map[string]int64{}
+	if len(oids) == 0 {
+		return size, nil
+	}
+	out, err := g.run(ctx, strings.NewReader(strings.Join(oids, "\n")+"\n"), "cat-file", "--batch-check=%(objectname) %(objectsize)")
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if oid, n, ok := strings.Cut(l, " "); ok {
+			if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+				size[oid] = v
+			}
+		}
+	}
+	return size, nil
+}
+
+// readPlan says which changes git diff may read.
+type readPlan struct {
+	read      []change // shown by git
+	big       []change // over BigFile: described, not read
+	skipped   []change // past the read budget: left out
+	wanted    int64    // what reading them all would have cost
+	renames   bool     // rename detection is within budget
+	pathspecs []string // what git diff is limited to
+}
+
+// maxPathspecBytes bounds the pathspecs on git's command line (Linux
+// allows 128 KiB an argument and about 2 MiB in all).
+const maxPathspecBytes = 512 << 10
+
+// planRead walks cs in git's order, taking files while the blobs read
+// stay within lim.MaxRead (the first file is always taken unless it is
+// over BigFile, so that a diff never shows nothing for want of budget);
+// the rest is skipped. Only the first lim.MaxFiles count: git is stopped
+// past them anyway.
+func planRead(cs []change, sizes map[string]int64, renames bool, lim Limits) readPlan {
+	p := readPlan{renames: renames}
+	var used, argBytes int64
+	over := false
+	for i, c := range cs {
+		cost := int64(0)
+		bigOne := false
+		for _, e := range []entry{c.old, c.new} {
+			if isBlob(e.mode) {
+				cost += sizes[e.oid]
+				if sizes[e.oid] > lim.BigFile {
+					bigOne = true
+				}
+			}
+		}
+		if bigOne {
+			p.big = append(p.big, c)
+			continue
+		}
+		p.wanted += cost
+		if i >= lim.MaxFiles {
+			continue
+		}
+		arg := int64(len(c.src) + len(c.dst) + 2*len(literal))
+		if !over && (len(p.read) == 0 || used+cost <= lim.MaxRead) && argBytes+arg <= maxPathspecBytes {
+			p.read = append(p.read, c)
+			used += cost
+			argBytes += arg
+			continue
+		}
+		over = true
+		p.skipped = append(p.skipped, c)
+	}
+	if len(p.big) > maxBigFiles && len(p.skipped) == 0 {
+		// Too many to exclude one by one: let git call them binary itself.
+		p.read, p.big = append(p.read, p.big...), nil
+	}
+	switch {
+	case len(p.skipped) > 0:
+		for _, c := range p.read {
+			p.pathspecs = append(p.pathspecs, literal+c.src)
+			if c.dst != c.src {
+				p.pathspecs = append(p.pathspecs, literal+c.dst)
+			}
+		}
+	default:
+		p.pathspecs = excludes(p.big)
+	}
+	return p
+}
+
+const literal = ":(literal)"
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// mib shows a byte count the way the notes do.
+func mib(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func truncNote(r Result, lim Limits) string {
@@ -312,33 +511,6 @@ func truncNote(r Result, lim Limits) string {
 		return fmt.Sprintf("diff truncated: showing %d of %d files (limits: %d files, %d bytes)", r.Files, r.TotalFiles, lim.MaxFiles, lim.MaxBytes)
 	}
 	return fmt.Sprintf("diff truncated at %d bytes in file %d of %d (limits: %d files, %d bytes)", len(r.Text), r.Files, r.TotalFiles, lim.MaxFiles, lim.MaxBytes)
-}
-
-// countFiles counts the paths the diff a..b touches without reading blobs.
-func (g git) countFiles(ctx context.Context, a, b string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := g.cmd(ctx, "diff", "--no-renames", "--name-only", "-z", a, b, "--")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	n := 0
-	buf := make([]byte, 32<<10)
-	for {
-		k, err := stdout.Read(buf)
-		n += bytes.Count(buf[:k], []byte{0})
-		if err != nil {
-			break
-		}
-	}
-	if err := cmd.Wait(); err != nil {
-		return 0, err
-	}
-	return n, nil
 }
 
 // capture reads a diff stream line by line until it ends or a limit is

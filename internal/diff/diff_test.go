@@ -3,6 +3,7 @@ package diff
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -494,5 +495,109 @@ func TestInterdiffFileDirectoryClash(t *testing.T) {
 	}
 	if !d.Conflict {
 		t.Fatalf("want a conflict, got:\n%s", d.Text)
+	}
+}
+
+// The read budget: once the blobs git would read pass MaxRead, the rest of
+// the files are left out of the diff, named in Skipped and in a note;
+// what is shown is git's own diff of the files taken.
+func TestReadBudgetSkipsFiles(t *testing.T) {
+	r := newRepo(t)
+	files := map[string]string{}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		files[n] = lines(2000, nil) // about 20 KB each
+	}
+	c1 := r.commit("base", files)
+	for n := range files {
+		files[n] = lines(2000, map[int]string{1000: "changed " + n})
+	}
+	c2 := r.commit("change all four", files)
+	tests := []struct {
+		name    string
+		maxRead int64
+		shown   int
+		skipped []string
+	}{
+		{"all fit", 1 << 20, 4, nil},
+		{"two fit", 90 << 10, 2, []string{"c", "d"}},
+		{"the first is always shown", 1, 1, []string{"b", "c", "d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Revision(context.Background(), r.gitDir(), Range{c1, c2}, Limits{MaxRead: tt.maxRead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var skipped []string
+			for _, s := range d.Skipped {
+				skipped = append(skipped, s.Path)
+			}
+			if d.Files != tt.shown || fmt.Sprint(skipped) != fmt.Sprint(tt.skipped) || d.TotalFiles != 4 {
+				t.Fatalf("shown %d of %d, skipped %v; want %d, %v", d.Files, d.TotalFiles, skipped, tt.shown, tt.skipped)
+			}
+			if want := r.git(append([]string{"diff", "--no-color", c1, c2, "--"}, []string{"a", "b", "c", "d"}[:tt.shown]...)...) + "\n"; d.Text != want {
+				t.Fatalf("text is not git's diff of the files taken:\n%s", d.Text)
+			}
+			if (len(tt.skipped) > 0) != d.Truncated || (len(tt.skipped) > 0 && !strings.Contains(strings.Join(d.Notes, "\n"), fmt.Sprintf("%d files not shown", len(tt.skipped)))) {
+				t.Fatalf("truncated %v, notes %q", d.Truncated, d.Notes)
+			}
+		})
+	}
+}
+
+// An interdiff whose three-way part would read past the budget is not
+// replayed; it says so and shows the trees' diff (itself budgeted).
+func TestInterdiffReadBudget(t *testing.T) {
+	r := newRepo(t)
+	base1 := r.commit("base", map[string]string{"f": lines(3000, nil)})
+	r.git("checkout", "-q", "-b", "topic")
+	c1 := r.commit("author", map[string]string{"f": lines(3000, map[int]string{2: "author"})})
+	r.git("checkout", "-q", "main")
+	base2 := r.commit("base moves", map[string]string{"f": lines(3000, map[int]string{2900: "base"})})
+	r.git("checkout", "-q", "topic")
+	r.git("rebase", "-q", "main")
+	c2 := r.git("rev-parse", "HEAD")
+	d, err := Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{MaxRead: 50 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Conflict || len(d.Notes) == 0 || !strings.HasPrefix(d.Notes[0], "interdiff not replayed: replaying the 1 paths") {
+		t.Fatalf("%+v", d)
+	}
+	if d, err := Interdiff(context.Background(), r.gitDir(), Range{base1, c1}, Range{base2, c2}, Limits{}); err != nil || d.Text != "" || len(d.Notes) != 0 {
+		t.Fatalf("within the default budget: %+v %v", d, err)
+	}
+}
+
+// Renames are looked for only when the added and deleted files fit the
+// budget, since finding them reads those files.
+func TestRenamesWithinBudget(t *testing.T) {
+	r := newRepo(t)
+	c1 := r.commit("base", map[string]string{"old": lines(3000, nil)})
+	r.git("mv", "old", "new")
+	c2 := r.commit("move", nil)
+	d, err := Revision(context.Background(), r.gitDir(), Range{c1, c2}, Limits{})
+	if err != nil || !strings.Contains(d.Text, "rename from old") {
+		t.Fatalf("%+v %v", d, err)
+	}
+	d, err = Revision(context.Background(), r.gitDir(), Range{c1, c2}, Limits{MaxRead: 10 << 10})
+	if err != nil || strings.Contains(d.Text, "rename from") || !strings.Contains(strings.Join(d.Notes, "\n"), "renames not detected") {
+		t.Fatalf("%+v %v", d, err)
+	}
+}
+
+// A context that ends stops git and the diff returns its error.
+func TestDiffStopsAtDeadline(t *testing.T) {
+	r := newRepo(t)
+	c1 := r.commit("base", map[string]string{"f": "a\n"})
+	c2 := r.commit("change", map[string]string{"f": "b\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if _, err := Revision(ctx, r.gitDir(), Range{c1, c2}, Limits{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the deadline", err)
+	}
+	if _, err := Interdiff(ctx, r.gitDir(), Range{c1, c2}, Range{c1, c2}, Limits{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("interdiff err %v, want the deadline", err)
 	}
 }

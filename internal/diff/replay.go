@@ -27,9 +27,14 @@ type change struct {
 	src, dst string // src == dst unless renamed or copied
 }
 
-// changes lists what a..b changed, with renames found.
-func (g git) changes(ctx context.Context, a, b string) ([]change, error) {
-	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", "--find-renames", a, b, "--")
+// changesWith lists what a..b changed, with renames found or not (finding
+// them reads the content of added and deleted files).
+func (g git) changesWith(ctx context.Context, a, b string, renames bool) ([]change, error) {
+	flag := "--no-renames"
+	if renames {
+		flag = "--find-renames"
+	}
+	out, err := g.run(ctx, nil, "diff-tree", "-r", "-z", flag, a, b, "--")
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +169,7 @@ func parents(p string) []string {
 // plan splits from's changes into those that carry over to base as they
 // are (base has what from's base had at every path involved, and nothing
 // in the way of a new path) and the paths that need a three-way apply.
-func (g git) plan(ctx context.Context, cs []change, base string) (index []string, merge []string, err error) {
+func (g git) plan(ctx context.Context, cs []change, base string) (index, merge []string, baseBlobs []change, err error) {
 	paths, dirs := map[string]bool{}, map[string]bool{}
 	for _, c := range cs {
 		for _, p := range []string{c.src, c.dst} {
@@ -176,7 +181,7 @@ func (g git) plan(ctx context.Context, cs []change, base string) (index []string
 	}
 	have, err := g.entries(ctx, base, paths, dirs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// clear: nothing at p in base and no file where p needs a directory.
 	clear := func(p string) bool {
@@ -221,7 +226,13 @@ func (g git) plan(ctx context.Context, cs []change, base string) (index []string
 			}
 		}
 	}
-	return index, merge, nil
+	// What base has at the merged paths: the third side a 3-way reads.
+	for _, p := range merge {
+		if e, ok := have[p]; ok && isBlob(e.mode) {
+			baseBlobs = append(baseBlobs, change{new: e, src: p, dst: p})
+		}
+	}
+	return index, merge, baseBlobs, nil
 }
 
 // indexLine is one record of update-index -z --index-info; mode 0 removes.
@@ -234,42 +245,62 @@ func indexLine(e entry, p string) string {
 
 // replay applies from's changes onto base in the scratch index and returns
 // the resulting tree, or the conflicting paths (non-nil, maybe empty when
-// git named none) when the replay did not apply.
+// git named none) when the replay did not apply, or a refusal (why it was
+// not tried: the three-way part would read more than lim allows).
 //
 // Paths that base did not touch since from's base carry over as index
 // entries, without git reading a byte of their content (a 50 MB blob costs
-// nothing); only the rest goes through git diff | git apply --3way.
-func (g git) replay(ctx context.Context, from Range, base string, bigFile int64) (tree string, conflicts []string, err error) {
+// nothing); only the rest goes through git diff | git apply --3way, and
+// only when the blobs that reads (from's two sides and base's) fit
+// lim.MaxRead and none is over lim.BigFile.
+func (g git) replay(ctx context.Context, from Range, base string, lim Limits) (tree string, conflicts []string, refusal string, err error) {
 	if _, err := g.run(ctx, nil, "read-tree", base); err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
-	cs, err := g.changes(ctx, from.Base, from.Commit)
+	cs, sizes, _, _, err := g.budgetedChanges(ctx, from.Base, from.Commit, lim)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
-	index, merge, err := g.plan(ctx, cs, base)
+	index, merge, baseOIDs, err := g.plan(ctx, cs, base)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
-	// A three-way merge would have git read oversized blobs whole: call
-	// those conflicts and let the caller show the trees' diff.
 	if len(merge) > 0 {
-		big, err := g.oversized(ctx, cs, bigFile)
-		if err != nil {
-			return "", nil, err
-		}
+		// A three-way merge would have git read oversized blobs whole: call
+		// those conflicts and let the caller show the trees' diff.
 		inMerge := map[string]bool{}
 		for _, p := range merge {
 			inMerge[p] = true
 		}
 		var refused []string
-		for _, c := range big {
+		var cost int64
+		for _, c := range cs {
+			if !inMerge[c.src] && !inMerge[c.dst] {
+				continue
+			}
+			for _, e := range []entry{c.old, c.new} {
+				if isBlob(e.mode) {
+					cost += sizes[e.oid]
+				}
+			}
+		}
+		for _, c := range oversized(cs, sizes, lim.BigFile) {
 			if inMerge[c.src] || inMerge[c.dst] {
 				refused = append(refused, c.dst)
 			}
 		}
 		if len(refused) > 0 {
-			return "", refused, nil
+			return "", refused, "", nil
+		}
+		baseSizes, err := g.sizes(ctx, baseOIDs)
+		if err != nil {
+			return "", nil, "", err
+		}
+		for _, n := range baseSizes {
+			cost += n
+		}
+		if cost > lim.MaxRead {
+			return "", nil, fmt.Sprintf("replaying the %d paths that both revisions' bases touched would read %s (limit %s)", len(merge), mib(cost), mib(lim.MaxRead)), nil
 		}
 	}
 	switch {
@@ -279,7 +310,7 @@ func (g git) replay(ctx context.Context, from Range, base string, bigFile int64)
 		if len(index) > 0 {
 			in := strings.NewReader(strings.Join(index, "\x00") + "\x00")
 			if _, err := g.run(ctx, in, "update-index", "-z", "--index-info"); err != nil {
-				return "", nil, err
+				return "", nil, "", err
 			}
 		}
 		if len(merge) > 0 {
@@ -287,26 +318,26 @@ func (g git) replay(ctx context.Context, from Range, base string, bigFile int64)
 		}
 	}
 	if ctx.Err() != nil {
-		return "", nil, ctx.Err()
+		return "", nil, "", ctx.Err()
 	}
 	// git apply --3way exits non-zero when it leaves anything unmerged,
 	// and index entries alone never conflict.
 	if err != nil {
 		unmerged, lerr := g.run(ctx, nil, "ls-files", "-z", "--unmerged")
 		if lerr != nil {
-			return "", nil, lerr
+			return "", nil, "", lerr
 		}
 		conflicts = unmergedPaths(unmerged)
 		if conflicts == nil {
 			conflicts = []string{}
 		}
-		return "", conflicts, nil
+		return "", conflicts, "", nil
 	}
 	out, err := g.run(ctx, nil, "write-tree")
 	if err != nil {
-		return "", []string{}, nil
+		return "", []string{}, "", nil
 	}
-	return strings.TrimSpace(out), nil, nil
+	return strings.TrimSpace(out), nil, "", nil
 }
 
 // apply runs git diff --binary FROM [-- paths] | git apply --cached --3way

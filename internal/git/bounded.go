@@ -7,12 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"time"
 )
-
-// waitDelay bounds how long a killed git may keep its pipes open (a
-// grandchild such as a pager or a filter holds them otherwise).
-const waitDelay = 5 * time.Second
 
 // ErrCut is returned by Copy when the output passed its limit and git was
 // stopped: what was copied is the first max bytes.
@@ -25,9 +20,8 @@ var ErrCut = errors.New("output over its limit")
 func (r Repo) Copy(parent context.Context, w io.Writer, max int64, stdin io.Reader, args ...string) (int64, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	cmd := r.command(ctx, args...)
+	cmd := r.Command(ctx, args...)
 	cmd.Stdin = stdin
-	cmd.WaitDelay = waitDelay
 	var errb bytes.Buffer
 	cmd.Stderr = &capped{max: 16 << 10, b: &errb}
 	stdout, err := cmd.StdoutPipe()
