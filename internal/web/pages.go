@@ -45,15 +45,6 @@ func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
-	if err != nil {
-		return err
-	}
-	http.Redirect(w, r, pagePath(key, "issues"), http.StatusFound)
-	return nil
-}
-
 // pageRef sends a REPO#PREFIX cross-reference to the issue or patch it names.
 func (s *Server) pageRef(w http.ResponseWriter, r *http.Request) error {
 	key, _, err := s.repoAccess(r, access.Read)

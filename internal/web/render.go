@@ -17,7 +17,7 @@ type pages struct {
 	sets map[string]*template.Template
 }
 
-var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases"}
+var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases", "repo", "tree", "blob", "commits"}
 
 func loadPages(s *Server) (*pages, error) {
 	funcs := template.FuncMap{
@@ -51,7 +51,9 @@ func loadPages(s *Server) (*pages, error) {
 			}
 			return "?" + q.Encode()
 		},
-		"add": func(a, b int) int { return a + b },
+		"add":  func(a, b int) int { return a + b },
+		"size": size,
+		"mdc":  s.md.Cached,
 	}
 	p := &pages{sets: map[string]*template.Template{}}
 	for _, n := range pageNames {

@@ -8,8 +8,11 @@
 package web
 
 import (
+	"bytes"
+	"context"
 	"embed"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -18,7 +21,9 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/collab-forge/collab/internal/cache"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/markdown"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
@@ -30,6 +35,7 @@ var assets embed.FS
 // Limits of a request.
 const (
 	// MaxBody bounds a request body: a 1 MiB text body plus JSON escaping.
+	// docs/web.md names it.
 	MaxBody = 2 << 20
 	// MaxLimit bounds ?limit= on lists.
 	MaxLimit = 200
@@ -47,6 +53,18 @@ type Config struct {
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Deadline bounds the work of one request (0: DefaultDeadline).
+	Deadline time.Duration
+	// Expensive is how many expensive pages may run at once (0:
+	// DefaultExpensive); past it they answer 503 with Retry-After.
+	Expensive int
+	// CacheBytes bounds each in-memory cache of rendered text (Markdown,
+	// highlighted files); 0 means 16 MiB.
+	CacheBytes int64
+	// BranchRules, when set, says which branches are protected and how, as
+	// one short line per branch name; the overview shows it beside the
+	// branch. Nil: no branch shows a rule.
+	BranchRules func(ctx context.Context, q store.Querier, repo string) (map[string]string, error)
 }
 
 // Server is the web handler.
@@ -56,6 +74,12 @@ type Server struct {
 	pages  *pages
 	router *mux.Router
 	secure bool
+	// heavy holds a token per expensive page running (costly).
+	heavy chan struct{}
+	// code caches highlighted files by blob id (immutable, so never stale).
+	code *cache.Cache[[]template.HTML]
+	// css is the highlighting stylesheet, made once from chroma's style.
+	css []byte
 }
 
 // New builds the handler.
@@ -66,10 +90,25 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://")}
+	if cfg.Deadline <= 0 {
+		cfg.Deadline = DefaultDeadline
+	}
+	if cfg.Expensive <= 0 {
+		cfg.Expensive = DefaultExpensive
+	}
+	if cfg.CacheBytes <= 0 {
+		cfg.CacheBytes = 16 << 20
+	}
+	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
+		heavy: make(chan struct{}, cfg.Expensive), code: cache.New[[]template.HTML](cfg.CacheBytes)}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
-	})
+	}).WithCache(cfg.CacheBytes)
+	css, err := highlight.CSS()
+	if err != nil {
+		return nil, err
+	}
+	s.css = css
 	p, err := loadPages(s)
 	if err != nil {
 		return nil, err
@@ -107,6 +146,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	// One request, one wait for the writer lock however often it writes.
 	r = r.WithContext(store.WithWaitBudget(r.Context()))
+	r, cancel := s.withDeadline(r)
+	defer cancel()
 	r, ok := s.authenticate(rec, r)
 	if !ok {
 		return
@@ -147,6 +188,7 @@ func (s *Server) routes() *mux.Router {
 
 	r.HandleFunc("/healthz", s.healthz).Methods("GET", "HEAD")
 	static, _ := fs.Sub(assets, "static")
+	r.HandleFunc("/-/static/highlight.css", s.highlightCSS).Methods("GET", "HEAD")
 	r.PathPrefix("/-/static/").Handler(http.StripPrefix("/-/static/", cacheStatic(http.FileServer(http.FS(static))))).Methods("GET", "HEAD")
 
 	api := r.PathPrefix("/api/v1").Subrouter()
@@ -193,13 +235,20 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/issues/{id}/comments", s.h(s.postComment)).Methods("POST")
 	r.HandleFunc(pr+"/issues/{id}/state", s.h(s.postIssueState)).Methods("POST")
 	r.HandleFunc(pr+"/patches", s.h(s.pagePatches)).Methods("GET", "HEAD")
-	r.HandleFunc(pr+"/patches/{id}", s.h(s.pagePatch)).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/patches/{id}", s.h(s.costly(s.pagePatch))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}/reviews", s.h(s.postReview)).Methods("POST")
 	r.HandleFunc(pr+"/leases", s.h(s.pageLeases)).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/ref/{id}", s.h(s.pageRef)).Methods("GET", "HEAD")
-	r.HandleFunc("/{repo:.+?}/-", s.h(s.pageRepoHome)).Methods("GET", "HEAD")
-	r.HandleFunc("/{repo:.+?}/-/", s.h(s.pageRepoHome)).Methods("GET", "HEAD")
-	r.HandleFunc("/{repo:[^-].*}", s.h(s.pageRepoHome)).Methods("GET", "HEAD")
+	// The code pages share the expensive pages' slots (costly).
+	r.HandleFunc(pr+"/tree", s.h(s.costly(s.pageTree))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/tree/{rest:.*}", s.h(s.costly(s.pageTree))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/blob/{rest:.*}", s.h(s.costly(s.pageBlob))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/raw/{rest:.*}", s.h(s.costly(s.pageRaw))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/commits", s.h(s.costly(s.pageCommits))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/commits/{rest:.*}", s.h(s.costly(s.pageCommits))).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:.+?}/-", s.h(s.redirectHome)).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:.+?}/-/", s.h(s.redirectHome)).Methods("GET", "HEAD")
+	r.HandleFunc("/{repo:[^-].*}", s.h(s.costly(s.pageRepoHome))).Methods("GET", "HEAD")
 	return r
 }
 
@@ -208,6 +257,14 @@ func cacheStatic(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// highlightCSS serves the colours of highlighted code: a file, so that the
+// CSP's style-src 'self' covers it and no page carries a style attribute.
+func (s *Server) highlightCSS(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	http.ServeContent(w, r, "highlight.css", time.Time{}, bytes.NewReader(s.css))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -571,7 +571,7 @@ func TestPages(t *testing.T) {
 		{"/org/demo/-/patches/" + f.patch + "?rev=-1", 400, nil},
 		{"/org/demo/-/ref/" + issue[:6], 302, nil},
 		{"/org/demo/-/ref/abcdef", 302, nil},
-		{"/org/demo", 302, nil},
+		{"/org/demo", 200, []string{"git clone", "Recent commits on main"}},
 		{"/secret", 404, nil},
 		{"/nope/-/issues", 404, nil},
 		{"/-/static/style.css", 200, []string{"font"}},

@@ -1,0 +1,552 @@
+package web
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"html/template"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/browse"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/highlight"
+	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
+)
+
+// muxVar is a route variable as matched: still escaped.
+func muxVar(r *http.Request, name string) string { return mux.Vars(r)[name] }
+
+// Page lengths of the code pages.
+const (
+	// recentCommits is how many commits the overview lists.
+	recentCommits = 20
+	// commitsPage is a page of /-/commits/REF.
+	commitsPage = 50
+	// maxCommitsPage bounds ?page= (git walks skip commits to get there).
+	maxCommitsPage = 2000
+)
+
+// escPath escapes each segment of a slash-separated path for a URL.
+func escPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// codeURL is the URL of a code page (tree, blob, raw, commits) of repo at
+// ref and path p ("" for the root).
+func codeURL(key, kind, ref, p string) string {
+	u := pagePath(key, kind, escPath(ref))
+	if p != "" {
+		u += "/" + escPath(p)
+	}
+	return u
+}
+
+// settings reads the root's ssh setting, for clone and fetch commands.
+func (s *Server) sshSetting(ctx context.Context) (string, error) {
+	return store.Setting(ctx, s.cfg.DB.R(), forge.SettingSSH)
+}
+
+// sshCommand is how a user runs collab's SSH verbs (the login page's hint).
+func (s *Server) sshCommand(ctx context.Context) string {
+	v, err := s.sshSetting(ctx)
+	if err != nil {
+		s.cfg.Log.WarnContext(ctx, "read ssh setting", "error", err)
+	}
+	return push.SSHCommand(v, s.cfg.URL)
+}
+
+// cloneURLs returns the ssh URL of repository key (from the ssh setting,
+// else the web URL's host with user git) and, for a public one, the
+// git:// URL git daemon serves it at.
+func (s *Server) cloneURLs(ctx context.Context, key string, public bool) (sshURL, gitURL string, err error) {
+	setting, err := s.sshSetting(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	name := reponame.Display(key) + ".git"
+	host := ""
+	if u, err := url.Parse(s.cfg.URL); err == nil {
+		host = u.Hostname()
+	}
+	switch u, err := url.Parse(setting); {
+	case setting == "":
+		sshURL = "git@" + host + ":" + name
+	case err == nil && u.Scheme == "ssh" && u.Host != "":
+		sshURL = strings.TrimSuffix(setting, "/") + "/" + name
+		host = u.Hostname()
+	default:
+		dest := strings.TrimSuffix(setting, ":")
+		sshURL = dest + ":" + name
+		if _, h, ok := strings.Cut(dest, "@"); ok {
+			host = h
+		}
+	}
+	if public && host != "" {
+		gitURL = "git://" + host + "/" + name
+	}
+	return sshURL, gitURL, nil
+}
+
+// codeRepo checks read access to {repo} and opens it for reading.
+func (s *Server) codeRepo(r *http.Request) (string, browse.Repo, error) {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		return "", browse.Repo{}, err
+	}
+	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
+	if err != nil {
+		return "", browse.Repo{}, err
+	}
+	return key, browse.Open(dir), nil
+}
+
+// refPath splits {rest} (REF[/PATH], escaped) into the ref it starts with
+// and the path after it, refusing empty, "." and ".." segments.
+func (s *Server) refPath(r *http.Request, g browse.Repo) (browse.Resolved, string, error) {
+	raw := muxVar(r, "rest")
+	raw = strings.TrimSuffix(raw, "/")
+	if raw == "" {
+		return browse.Resolved{}, "", notFound("branch, tag or commit")
+	}
+	var segs []string
+	for _, e := range strings.Split(raw, "/") {
+		v, err := url.PathUnescape(e)
+		if err != nil || v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\x00") {
+			return browse.Resolved{}, "", notFound("path")
+		}
+		segs = append(segs, v)
+	}
+	ref, rest, err := g.Resolve(r.Context(), segs)
+	if err != nil {
+		return browse.Resolved{}, "", err
+	}
+	return ref, strings.Join(rest, "/"), nil
+}
+
+// crumb is one link of a path's breadcrumbs.
+type crumb struct {
+	Name, URL string
+}
+
+func crumbs(key, ref, p string) []crumb {
+	out := []crumb{{reponame.Display(key), codeURL(key, "tree", ref, "")}}
+	if p == "" {
+		return out
+	}
+	segs := strings.Split(p, "/")
+	for i := range segs {
+		out = append(out, crumb{segs[i], codeURL(key, "tree", ref, strings.Join(segs[:i+1], "/"))})
+	}
+	return out
+}
+
+// commitRow is a commit in a list, with its links.
+type commitRow struct {
+	browse.Commit
+	URL string // the tree at this commit
+}
+
+func commitRows(key string, cs []browse.Commit) []commitRow {
+	out := make([]commitRow, len(cs))
+	for i, c := range cs {
+		out[i] = commitRow{Commit: c, URL: codeURL(key, "tree", c.OID, "")}
+	}
+	return out
+}
+
+type branchRow struct {
+	Name, URL, CommitsURL string
+	Commit                commitRow
+	Default               bool
+	// Rule is the branch's protection in one line ("" when unprotected),
+	// from Config.BranchRules.
+	Rule string
+}
+
+// redirectHome sends /REPO/- to the overview.
+func (s *Server) redirectHome(w http.ResponseWriter, r *http.Request) error {
+	key, _, err := s.repoAccess(r, access.Read)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, repoPath(key), http.StatusFound)
+	return nil
+}
+
+// pageRepoHome is /REPO: README, clone commands, branches, recent
+// commits, and the counts of open issues and patches.
+func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
+	key, g, err := s.codeRepo(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var rp repos.Repo
+	var openIssues, openPatches int
+	var rules map[string]string
+	err = s.cfg.DB.Read(ctx, func(tx *sql.Tx) error {
+		var err error
+		if rp, err = repos.Get(ctx, tx, key); err != nil {
+			return err
+		}
+		if openIssues, err = issues.Count(ctx, tx, key, issues.Open); err != nil {
+			return err
+		}
+		if openPatches, err = patches.Count(ctx, tx, key, patches.Open); err != nil {
+			return err
+		}
+		if s.cfg.BranchRules != nil {
+			rules, err = s.cfg.BranchRules(ctx, tx, key)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sshURL, gitURL, err := s.cloneURLs(ctx, key, rp.Public)
+	if err != nil {
+		return err
+	}
+	bs, moreBranches, err := g.Branches(ctx, browse.MaxRefs)
+	if err != nil {
+		return fmt.Errorf("branches of %s: %w", key, err)
+	}
+	data := map[string]any{
+		"Title": reponame.Display(key), "Repo": key, "Tab": "code", "Info": rp,
+		"SSHURL": sshURL, "GitURL": gitURL, "OpenIssues": openIssues, "OpenPatches": openPatches,
+		"MoreBranches": moreBranches,
+	}
+	var rows []branchRow
+	var def *browse.Branch
+	for i, b := range bs {
+		rows = append(rows, branchRow{Name: b.Name, URL: codeURL(key, "tree", b.Name, ""), CommitsURL: codeURL(key, "commits", b.Name, ""),
+			Commit: commitRows(key, []browse.Commit{b.Commit})[0], Default: b.Default, Rule: rules[b.Name]})
+		if b.Default {
+			def = &bs[i]
+		}
+	}
+	if def == nil && len(bs) > 0 {
+		def = &bs[0]
+	}
+	data["Branches"] = rows
+	if def == nil {
+		data["Empty"] = true
+		s.render(w, r, http.StatusOK, "repo", data)
+		return nil
+	}
+	data["Default"] = def.Name
+	data["CommitsURL"] = codeURL(key, "commits", def.Name, "")
+	data["TreeURL"] = codeURL(key, "tree", def.Name, "")
+	cs, more, err := g.Log(ctx, def.Commit.OID, 0, recentCommits)
+	if err != nil {
+		return fmt.Errorf("log of %s: %w", key, err)
+	}
+	data["Commits"], data["MoreCommits"] = commitRows(key, cs), more
+	root, err := g.Stat(ctx, def.Commit.OID, "")
+	if err != nil {
+		return err
+	}
+	es, _, err := g.Tree(ctx, root.OID, browse.MaxEntries)
+	if err != nil {
+		return err
+	}
+	if readme, ok := browse.Readme(es); ok {
+		data["ReadmeName"] = readme.Name
+		data["Readme"], err = s.readme(ctx, g, readme)
+		if err != nil {
+			return err
+		}
+	}
+	s.render(w, r, http.StatusOK, "repo", data)
+	return nil
+}
+
+// readme renders a README entry: Markdown through the same sanitiser as
+// every body, anything else as text; over browse.MaxReadme it is only
+// named.
+func (s *Server) readme(ctx context.Context, g browse.Repo, e browse.Entry) (template.HTML, error) {
+	b, err := g.ReadBlob(ctx, e.OID, e.Size, browse.MaxReadme)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case b.TooLarge || b.Binary:
+		return template.HTML(`<p class="muted">` + template.HTMLEscapeString(e.Name) + ` is too large or not text to show here.</p>`), nil //nolint:gosec // escaped
+	case browse.IsMarkdown(e.Name):
+		return s.md.Cached("blob:"+e.OID, string(b.Data)), nil
+	}
+	return template.HTML("<pre class=\"readme\">" + template.HTMLEscapeString(string(b.Data)) + "</pre>"), nil //nolint:gosec // escaped
+}
+
+type treeRow struct {
+	browse.Entry
+	URL string // "" for a submodule
+}
+
+// pageTree lists a directory at a ref.
+func (s *Server) pageTree(w http.ResponseWriter, r *http.Request) error {
+	key, g, err := s.codeRepo(r)
+	if err != nil {
+		return err
+	}
+	if muxVar(r, "rest") == "" {
+		def, err := g.DefaultBranch(r.Context())
+		if err != nil {
+			return err
+		}
+		if def == "" {
+			return notFound("branch")
+		}
+		http.Redirect(w, r, codeURL(key, "tree", def, ""), http.StatusFound)
+		return nil
+	}
+	ref, p, err := s.refPath(r, g)
+	if err != nil {
+		return err
+	}
+	obj, err := g.Stat(r.Context(), ref.Commit, p)
+	if err != nil {
+		return err
+	}
+	if obj.Type == "blob" {
+		http.Redirect(w, r, codeURL(key, "blob", ref.Name, p), http.StatusFound)
+		return nil
+	}
+	if obj.Type != "tree" {
+		return notFound("directory")
+	}
+	es, more, err := g.Tree(r.Context(), obj.OID, browse.MaxEntries)
+	if err != nil {
+		return err
+	}
+	rows := make([]treeRow, len(es))
+	for i, e := range es {
+		rows[i] = treeRow{Entry: e}
+		switch e.Type {
+		case "tree":
+			rows[i].URL = codeURL(key, "tree", ref.Name, path.Join(p, e.Name))
+		case "blob":
+			rows[i].URL = codeURL(key, "blob", ref.Name, path.Join(p, e.Name))
+		}
+	}
+	data := map[string]any{
+		"Title": path.Join(reponame.Display(key), p) + " · " + ref.Name, "Repo": key, "Tab": "code",
+		"Ref": ref, "Path": p, "Crumbs": crumbs(key, ref.Name, p), "Entries": rows, "More": more,
+		"CommitsURL": codeURL(key, "commits", ref.Name, ""),
+	}
+	if p != "" {
+		data["Up"] = codeURL(key, "tree", ref.Name, path.Dir("/" + p)[1:])
+	}
+	if readme, ok := browse.Readme(es); ok {
+		data["ReadmeName"] = readme.Name
+		if data["Readme"], err = s.readme(r.Context(), g, readme); err != nil {
+			return err
+		}
+	}
+	s.render(w, r, http.StatusOK, "tree", data)
+	return nil
+}
+
+// codeLine is a line of a file on the blob page.
+type codeLine struct {
+	N    int
+	HTML template.HTML
+}
+
+// pageBlob shows a file at a ref: highlighted, with line anchors (#L12)
+// and a raw link; a binary or over-size file is described, not shown.
+func (s *Server) pageBlob(w http.ResponseWriter, r *http.Request) error {
+	key, g, err := s.codeRepo(r)
+	if err != nil {
+		return err
+	}
+	ref, p, err := s.refPath(r, g)
+	if err != nil {
+		return err
+	}
+	if p == "" {
+		http.Redirect(w, r, codeURL(key, "tree", ref.Name, ""), http.StatusFound)
+		return nil
+	}
+	obj, err := g.Stat(r.Context(), ref.Commit, p)
+	if err != nil {
+		return err
+	}
+	if obj.Type == "tree" {
+		http.Redirect(w, r, codeURL(key, "tree", ref.Name, p), http.StatusFound)
+		return nil
+	}
+	if obj.Type != "blob" {
+		return notFound("file")
+	}
+	b, err := g.ReadBlob(r.Context(), obj.OID, obj.Size, browse.MaxBlob)
+	if err != nil {
+		return err
+	}
+	data := map[string]any{
+		"Title": path.Join(reponame.Display(key), p) + " · " + ref.Name, "Repo": key, "Tab": "code",
+		"Ref": ref, "Path": p, "Crumbs": crumbs(key, ref.Name, p), "Blob": b, "Size": size(obj.Size),
+		"RawURL": codeURL(key, "raw", ref.Name, p), "RawOK": obj.Size <= browse.MaxRaw, "MaxBlob": size(browse.MaxBlob),
+		"CommitsURL": codeURL(key, "commits", ref.Name, ""),
+	}
+	if !b.Binary && !b.TooLarge {
+		html, plain := s.highlightBlob(r.Context(), p, b)
+		lines := make([]codeLine, len(html))
+		for i, h := range html {
+			lines[i] = codeLine{N: i + 1, HTML: h}
+		}
+		data["Lines"], data["Plain"] = lines, plain
+		data["Wrapper"] = highlight.Wrapper
+	}
+	s.render(w, r, http.StatusOK, "blob", data)
+	return nil
+}
+
+// highlightBlob colours a file, remembered by blob id and name (the
+// lexer follows the name); plain says it was too large to colour.
+func (s *Server) highlightBlob(ctx context.Context, name string, b browse.Blob) (lines []template.HTML, plain bool) {
+	if len(b.Data) > highlight.MaxBytes {
+		return highlight.Plain(string(b.Data)), true
+	}
+	k := b.OID + "\x00" + path.Base(name)
+	if ls, ok := s.code.Get(k); ok {
+		return ls, false
+	}
+	ls := highlight.Lines(ctx, path.Base(name), string(b.Data))
+	if ctx.Err() == nil {
+		n := int64(len(k))
+		for _, l := range ls {
+			n += int64(len(l)) + 16
+		}
+		s.code.Put(k, ls, n)
+	}
+	return ls, false
+}
+
+// pageRaw serves a file's bytes: text as text/plain (never HTML, whatever
+// it holds; nosniff and the CSP apply), anything else as a download.
+func (s *Server) pageRaw(w http.ResponseWriter, r *http.Request) error {
+	_, g, err := s.codeRepo(r)
+	if err != nil {
+		return err
+	}
+	ref, p, err := s.refPath(r, g)
+	if err != nil {
+		return err
+	}
+	obj, err := g.Stat(r.Context(), ref.Commit, p)
+	if err != nil {
+		return err
+	}
+	if obj.Type != "blob" {
+		return notFound("file")
+	}
+	if obj.Size > browse.MaxRaw {
+		return errTooLarge("this file", browse.MaxRaw)
+	}
+	head, err := g.ReadBlob(r.Context(), obj.OID, obj.Size, 0)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Length", strconv.FormatInt(obj.Size, 10))
+	h.Set("Cache-Control", "private, max-age=60")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	if head.Binary {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+	} else {
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if err := g.CopyBlob(r.Context(), w, obj.OID, browse.MaxRaw); err != nil {
+		// The status is sent; all that is left is to log and cut the body.
+		s.cfg.Log.WarnContext(r.Context(), "raw file cut short", "path", r.URL.EscapedPath(), "error", err.Error())
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// pageCommits lists the history of a ref, newest first, commitsPage a
+// page (?page=N).
+func (s *Server) pageCommits(w http.ResponseWriter, r *http.Request) error {
+	key, g, err := s.codeRepo(r)
+	if err != nil {
+		return err
+	}
+	if muxVar(r, "rest") == "" {
+		def, err := g.DefaultBranch(r.Context())
+		if err != nil {
+			return err
+		}
+		if def == "" {
+			return notFound("branch")
+		}
+		http.Redirect(w, r, codeURL(key, "commits", def, ""), http.StatusFound)
+		return nil
+	}
+	ref, p, err := s.refPath(r, g)
+	if err != nil {
+		return err
+	}
+	if p != "" {
+		return notFound("page")
+	}
+	n := 1
+	if v := r.URL.Query().Get("page"); v != "" {
+		n, err = strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxCommitsPage {
+			return fault.New(fault.Usage, "bad page %q: want 1 to %d", text.Clip(v), maxCommitsPage)
+		}
+	}
+	cs, more, err := g.Log(r.Context(), ref.Commit, (n-1)*commitsPage, commitsPage)
+	if err != nil {
+		return err
+	}
+	data := map[string]any{
+		"Title": "Commits · " + ref.Name + " · " + reponame.Display(key), "Repo": key, "Tab": "code",
+		"Ref": ref, "Commits": commitRows(key, cs), "TreeURL": codeURL(key, "tree", ref.Name, ""),
+	}
+	base := codeURL(key, "commits", ref.Name, "")
+	if more {
+		data["Next"] = base + "?page=" + strconv.Itoa(n+1)
+	}
+	if n > 1 {
+		data["Prev"] = base + "?page=" + strconv.Itoa(n-1)
+	}
+	s.render(w, r, http.StatusOK, "commits", data)
+	return nil
+}
+
+// size shows a byte count for people.
+func size(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
