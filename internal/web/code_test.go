@@ -19,10 +19,10 @@ func codeFixture(t *testing.T) *fixture {
 	bare := filepath.Join(f.root.ReposDir(), "org", "demo.git")
 	git(t, "", "clone", "-q", "-b", "main", bare, work)
 	files := map[string]string{
-		"README.md":                      "# Demo\n\nSee *docs*.\n",
-		"src/main.go":                    "package main\n\n// main says hi\nfunc main() { println(\"hi\") }\n",
-		"bin.dat":                        "\x00\x01\x02binary",
-		"big.txt":                        strings.Repeat("0123456789abcdef\n", (1<<20)/17+10),
+		"README.md":                       "# Demo\n\nSee *docs*.\n",
+		"src/main.go":                     "package main\n\n// main says hi\nfunc main() { println(\"hi\") }\n",
+		"bin.dat":                         "\x00\x01\x02binary",
+		"big.txt":                         strings.Repeat("0123456789abcdef\n", (1<<20)/17+10),
 		`<img src=x onerror=alert(1)>.go`: "<script>alert(\"pwned\")</script>\nvar x = `<b>`\n",
 	}
 	for name, body := range files {
