@@ -11,12 +11,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -320,79 +323,6 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// diffLine is one line of a rendered diff, with the review comments
-// anchored to it.
-type diffLine struct {
-	Kind     string // file, hunk, add, del, ctx, meta
-	Text     string
-	New      int // line number in the new file (add, ctx)
-	File     string
-	Comments []patches.Review
-}
-
-// parseDiff splits a unified diff into lines, numbering new-side lines so
-// that inline comments (file, line) can sit under the line they are about.
-func parseDiff(text string, inline []patches.Review) ([]diffLine, []patches.Review) {
-	type anchor struct {
-		file string
-		line int
-	}
-	at := map[anchor][]patches.Review{}
-	for _, rv := range inline {
-		a := anchor{deref(rv.File), derefInt(rv.Line)}
-		at[a] = append(at[a], rv)
-	}
-	placed := map[string]bool{}
-	var out []diffLine
-	file, newLine := "", 0
-	inHunk := false
-	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		d := diffLine{Text: l, File: file}
-		switch {
-		case strings.HasPrefix(l, "diff --git "):
-			d.Kind, inHunk = "file", false
-		case !inHunk && strings.HasPrefix(l, "+++ "):
-			file = strings.TrimPrefix(strings.TrimPrefix(l, "+++ "), "b/")
-			d.Kind, d.File = "meta", file
-		case strings.HasPrefix(l, "@@"):
-			d.Kind, inHunk = "hunk", true
-			if i := strings.Index(l, "+"); i >= 0 {
-				f := strings.FieldsFunc(l[i+1:], func(r rune) bool { return r == ',' || r == ' ' })
-				if len(f) > 0 {
-					n, _ := strconv.Atoi(f[0])
-					newLine = n
-				}
-			}
-		case inHunk && strings.HasPrefix(l, "+"):
-			d.Kind, d.New = "add", newLine
-			newLine++
-		case inHunk && strings.HasPrefix(l, "-"):
-			d.Kind = "del"
-		case inHunk && strings.HasPrefix(l, " "):
-			d.Kind, d.New = "ctx", newLine
-			newLine++
-		default:
-			d.Kind = "meta"
-		}
-		if d.New > 0 {
-			if cs := at[anchor{file, d.New}]; len(cs) > 0 {
-				d.Comments = cs
-				for _, c := range cs {
-					placed[c.ID] = true
-				}
-			}
-		}
-		out = append(out, d)
-	}
-	var rest []patches.Review
-	for _, rv := range inline {
-		if !placed[rv.ID] {
-			rest = append(rest, rv)
-		}
-	}
-	return out, rest
-}
-
 // revisionParam reads a revision number of p from a query parameter (0
 // when absent): what is not a number from 1 is a bad request (400), as the
 // verbs' --revision; a number p has no revision for is not found (404).
@@ -409,6 +339,9 @@ func revisionParam(v string, p patches.Patch) (int, error) {
 	}
 	return n, nil
 }
+
+// maxRevisionCommits bounds the commits listed for a revision.
+const maxRevisionCommits = 50
 
 func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	t, p, tl, err := s.patch(r)
@@ -435,14 +368,56 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	} else if n != to {
 		from = n
 	}
+	view := "unified"
+	if q.Get("view") == "split" {
+		view = "split"
+	}
+	// Links that keep the revision shown and switch the view, or keep the
+	// view and switch the revision.
+	self := func(v string, from, to int) string {
+		u := url.Values{}
+		if from > 0 {
+			u.Set("from", strconv.Itoa(from))
+			u.Set("to", strconv.Itoa(to))
+		} else if to != len(p.Revisions) {
+			u.Set("rev", strconv.Itoa(to))
+		}
+		if v == "split" {
+			u.Set("view", v)
+		}
+		if len(u) == 0 {
+			return pagePath(key, "patches", p.ID)
+		}
+		return pagePath(key, "patches", p.ID) + "?" + u.Encode()
+	}
+	rp, err := repos.Get(r.Context(), s.cfg.DB.R(), key)
+	if err != nil {
+		return err
+	}
+	sshURL, _, err := s.cloneURLs(r.Context(), key, rp.Public)
+	if err != nil {
+		return err
+	}
 	data := map[string]any{
 		"Title": p.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "patches",
-		"Patch": p, "To": to, "From": from,
+		"Patch": p, "To": to, "From": from, "View": view,
+		"UnifiedURL": self("unified", from, to), "SplitURL": self("split", from, to),
+		"Wrapper": highlight.Wrapper,
 	}
-	var general []patches.Review
-	var inline []patches.Review
+	var revLinks []revLink
+	for _, rv := range p.Revisions {
+		l := revLink{Revision: rv, URL: self(view, 0, rv.Number), On: rv.Number == to && from == 0}
+		if rv.Number > 1 {
+			l.InterdiffURL = self(view, rv.Number-1, rv.Number)
+		}
+		revLinks = append(revLinks, l)
+	}
+	data["Revisions"] = revLinks
+	var general, inline []patches.Review
 	for _, rv := range p.Reviews {
-		if rv.File != nil && rv.Line != nil && rv.Revision == to && from == 0 {
+		// An anchor names a line of its revision's tree: the new side of
+		// that revision's diff and of an interdiff into it.
+		if rv.File != nil && rv.Line != nil && rv.Revision == to {
 			inline = append(inline, rv)
 		} else {
 			general = append(general, rv)
@@ -454,6 +429,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		rt := p.Revisions[to-1]
+		data["Fetch"] = fmt.Sprintf("git fetch %s refs/collab/patches/%s/rev/%s && git checkout FETCH_HEAD", sshURL, p.ID, rt.Commit)
 		var res diff.Result
 		if from > 0 {
 			rf := p.Revisions[from-1]
@@ -464,16 +440,29 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("diff of patch %s: %w", p.ID, err)
 		}
-		lines, rest := parseDiff(res.Text, inline)
+		commits, more, err := browse.Open(dir).Range(r.Context(), rt.BaseCommit, rt.Commit, maxRevisionCommits)
+		if err != nil {
+			return fmt.Errorf("commits of patch %s revision %d: %w", p.ID, to, err)
+		}
+		dv := buildDiff(r.Context(), res, inline)
 		data["Diff"] = res
-		data["Lines"] = lines
-		general = append(general, rest...)
+		data["View2"] = dv
+		data["Commits"] = commitRows(key, commits)
+		data["MoreCommits"] = more
+		general = append(general, dv.Rest...)
 	}
 	data["Reviews"] = general
 	data["Timeline"] = tl
 	data["Summary"] = review.Summarize(p.Reviews, p.Head().Number)
 	s.render(w, r, http.StatusOK, "patch", data)
 	return nil
+}
+
+// revLink is a row of the revisions list with its links.
+type revLink struct {
+	patches.Revision
+	URL, InterdiffURL string
+	On                bool
 }
 
 type leaseRow struct {

@@ -1,0 +1,414 @@
+package web
+
+import (
+	"context"
+	"html/template"
+	"strconv"
+	"strings"
+
+	"github.com/collab-forge/collab/internal/diff"
+	"github.com/collab-forge/collab/internal/highlight"
+	"github.com/collab-forge/collab/internal/patches"
+)
+
+// dfile is one file of a diff as the patch page shows it.
+type dfile struct {
+	N       int    // 1-based; the file's anchor is #f-N
+	Path    string // the new path (the old one for a deletion)
+	OldPath string // set when the file was renamed or copied
+	Status  string // added, deleted, renamed, copied, modified
+	Added   int
+	Removed int
+	Binary  bool
+	Meta    []string // git's extended header lines worth showing
+	Hunks   []dhunk
+	// Skipped says why the diff leaves the file out ("" when shown).
+	Skipped string
+}
+
+// Anchor is the id of the file's header in the diff.
+func (f dfile) Anchor() string { return "f-" + strconv.Itoa(f.N) }
+
+type dhunk struct {
+	Header string
+	Lines  []*dline // in the unified view's order
+	Rows   []drow   // the side-by-side view
+}
+
+// dline is a line of a hunk: numbered on the old side (del, ctx), the new
+// side (add, ctx), or neither (a "\ No newline" note).
+type dline struct {
+	Kind     string // add, del, ctx, note
+	Old, New int
+	Sign     string
+	Text     string
+	HTML     template.HTML
+	Comments []patches.Review
+}
+
+// drow is a row of the side-by-side view: a deleted line beside the added
+// line that replaced it, or a context line on both sides.
+type drow struct {
+	Left, Right *dline
+}
+
+// Comments are the inline comments of the row: they belong to the new
+// side (an anchor names a line of the revision's tree).
+func (r drow) Comments() []patches.Review {
+	if r.Right != nil {
+		return r.Right.Comments
+	}
+	return nil
+}
+
+// parseDiff reads git's unified diff into files, numbering both sides.
+func parseDiff(text string) []*dfile {
+	var files []*dfile
+	var f *dfile
+	var h *dhunk
+	oldN, newN := 0, 0
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			f = &dfile{N: len(files) + 1, Status: "modified"}
+			f.OldPath, f.Path = gitPaths(strings.TrimPrefix(l, "diff --git "))
+			files = append(files, f)
+			h = nil
+			continue
+		case f == nil:
+			continue // text before the first file
+		}
+		if h == nil {
+			switch {
+			case strings.HasPrefix(l, "@@"):
+			case strings.HasPrefix(l, "--- "):
+				if p := strings.TrimPrefix(l, "--- "); p != "/dev/null" {
+					f.OldPath = stripPrefix(unquoteGit(p), "a/")
+				}
+				continue
+			case strings.HasPrefix(l, "+++ "):
+				if p := strings.TrimPrefix(l, "+++ "); p != "/dev/null" {
+					f.Path = stripPrefix(unquoteGit(p), "b/")
+				}
+				continue
+			case strings.HasPrefix(l, "new file mode"):
+				f.Status = "added"
+				f.Meta = append(f.Meta, l)
+				continue
+			case strings.HasPrefix(l, "deleted file mode"):
+				f.Status = "deleted"
+				f.Meta = append(f.Meta, l)
+				continue
+			case strings.HasPrefix(l, "rename from "):
+				f.Status, f.OldPath = "renamed", unquoteGit(strings.TrimPrefix(l, "rename from "))
+				continue
+			case strings.HasPrefix(l, "rename to "):
+				f.Path = unquoteGit(strings.TrimPrefix(l, "rename to "))
+				continue
+			case strings.HasPrefix(l, "copy from "):
+				f.Status, f.OldPath = "copied", unquoteGit(strings.TrimPrefix(l, "copy from "))
+				continue
+			case strings.HasPrefix(l, "copy to "):
+				f.Path = unquoteGit(strings.TrimPrefix(l, "copy to "))
+				continue
+			case strings.HasPrefix(l, "Binary files "):
+				f.Binary = true
+				f.Meta = append(f.Meta, "binary file")
+				continue
+			case strings.HasPrefix(l, "index "):
+				continue
+			default:
+				f.Meta = append(f.Meta, l) // mode changes, similarity
+				continue
+			}
+		}
+		if strings.HasPrefix(l, "@@") {
+			f.Hunks = append(f.Hunks, dhunk{Header: l})
+			h = &f.Hunks[len(f.Hunks)-1]
+			oldN, newN = hunkStart(l)
+			continue
+		}
+		d := &dline{Text: l}
+		switch {
+		case strings.HasPrefix(l, "+"):
+			d.Kind, d.Sign, d.New, d.Text = "add", "+", newN, l[1:]
+			newN++
+			f.Added++
+		case strings.HasPrefix(l, "-"):
+			d.Kind, d.Sign, d.Old, d.Text = "del", "-", oldN, l[1:]
+			oldN++
+			f.Removed++
+		case strings.HasPrefix(l, " "):
+			d.Kind, d.Sign, d.Old, d.New, d.Text = "ctx", " ", oldN, newN, l[1:]
+			oldN++
+			newN++
+		default:
+			d.Kind = "note" // "\ No newline at end of file"
+		}
+		h.Lines = append(h.Lines, d)
+	}
+	for _, f := range files {
+		if f.Status == "modified" && f.OldPath != "" && f.OldPath != f.Path {
+			f.Status = "renamed"
+		}
+		if f.OldPath == f.Path {
+			f.OldPath = ""
+		}
+	}
+	return files
+}
+
+// hunkStart reads "@@ -a,b +c,d @@": the first old and new line numbers.
+func hunkStart(h string) (oldN, newN int) {
+	f := strings.Fields(h)
+	num := func(s, sign string) int {
+		s = strings.TrimPrefix(s, sign)
+		s, _, _ = strings.Cut(s, ",")
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	if len(f) >= 3 {
+		oldN, newN = num(f[1], "-"), num(f[2], "+")
+	}
+	return oldN, newN
+}
+
+// gitPaths reads the paths of a "diff --git a/X b/Y" line. They are only
+// a fallback (---/+++ and rename lines say it better): with spaces in
+// names the split is a guess, exact when both paths are equal.
+func gitPaths(s string) (oldPath, newPath string) {
+	if strings.HasPrefix(s, `"`) {
+		if a, rest, ok := cutQuoted(s); ok {
+			b := strings.TrimPrefix(rest, " ")
+			if strings.HasPrefix(b, `"`) {
+				b, _, _ = cutQuoted(b)
+			}
+			return stripPrefix(a, "a/"), stripPrefix(b, "b/")
+		}
+	}
+	if n := len(s); n%2 == 1 && s[:n/2] == "a"+s[n/2+2:] && strings.HasPrefix(s[n/2+1:], "b/") {
+		p := s[2 : n/2]
+		return p, p
+	}
+	a, b, _ := strings.Cut(s, " b/")
+	return stripPrefix(a, "a/"), b
+}
+
+func stripPrefix(s, p string) string { return strings.TrimPrefix(s, p) }
+
+// cutQuoted unquotes the C-style quoted string s starts with and returns
+// the rest after it.
+func cutQuoted(s string) (string, string, bool) {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return unquoteGit(s[:i+1]), s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// unquoteGit undoes git's core.quotePath quoting ("…" with C escapes and
+// octal bytes); an unquoted path is returned as it is.
+func unquoteGit(s string) string {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return s
+	}
+	in := s[1 : len(s)-1]
+	var b strings.Builder
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' || i+1 == len(in) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := in[i]; e {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'v':
+			b.WriteByte('\v')
+		case 'f':
+			b.WriteByte('\f')
+		case 'r':
+			b.WriteByte('\r')
+		default:
+			if e >= '0' && e <= '7' && i+2 < len(in) {
+				if n, err := strconv.ParseUint(in[i:i+3], 8, 8); err == nil {
+					b.WriteByte(byte(n))
+					i += 2
+					continue
+				}
+			}
+			b.WriteByte(e)
+		}
+	}
+	return b.String()
+}
+
+// diffView is a rendered diff: its files (those the text shows, then
+// those it skipped), and the inline comments no shown line took.
+type diffView struct {
+	Files    []*dfile
+	Added    int
+	Removed  int
+	Rest     []patches.Review
+	Coloured bool // false once the highlighting budget ran out
+}
+
+// buildDiff parses res, colours its lines within highlight.MaxBytes for
+// the whole page, places the inline comments under their new-side lines
+// and pairs lines for the side-by-side view.
+func buildDiff(ctx context.Context, res diff.Result, inline []patches.Review) diffView {
+	files := parseDiff(res.Text)
+	v := diffView{Coloured: true}
+	budget := highlight.MaxBytes
+	for _, f := range files {
+		budget -= colour(ctx, f, budget)
+		if budget <= 0 {
+			v.Coloured = false
+		}
+		v.Added += f.Added
+		v.Removed += f.Removed
+	}
+	v.Rest = place(files, inline)
+	for _, f := range files {
+		for i := range f.Hunks {
+			f.Hunks[i].Rows = pair(f.Hunks[i].Lines)
+		}
+	}
+	for _, sk := range res.Skipped {
+		f := &dfile{N: len(files) + 1, Path: sk.Path, Status: "skipped", Skipped: sk.Reason}
+		if sk.OldPath != sk.Path {
+			f.OldPath = sk.OldPath
+		}
+		files = append(files, f)
+	}
+	v.Files = files
+	return v
+}
+
+// colour highlights f's lines, each side as one text so that a lexer
+// sees its context (a comment or string spanning lines), and returns the
+// bytes it coloured; over budget the lines are escaped without colour.
+func colour(ctx context.Context, f *dfile, budget int) int {
+	var oldSide, newSide []*dline
+	var oldText, newText strings.Builder
+	for _, h := range f.Hunks {
+		for _, d := range h.Lines {
+			switch d.Kind {
+			case "del":
+				oldSide = append(oldSide, d)
+				oldText.WriteString(d.Text + "\n")
+			case "add":
+				newSide = append(newSide, d)
+				newText.WriteString(d.Text + "\n")
+			case "ctx":
+				newSide = append(newSide, d)
+				newText.WriteString(d.Text + "\n")
+				oldSide = append(oldSide, &dline{})
+				oldText.WriteString(d.Text + "\n")
+			default:
+				d.HTML = template.HTML(template.HTMLEscapeString(d.Text)) //nolint:gosec // escaped
+			}
+		}
+	}
+	used := oldText.Len() + newText.Len()
+	name := f.Path
+	lines := func(src string) []template.HTML {
+		if used > budget {
+			return highlight.Plain(src)
+		}
+		return highlight.Lines(ctx, name, src)
+	}
+	// Context lines take the new side's colours; the old side's copies
+	// (empty placeholders above) only keep the two texts in step.
+	for i, h := range lines(oldText.String()) {
+		if i < len(oldSide) {
+			oldSide[i].HTML = h
+		}
+	}
+	for i, h := range lines(newText.String()) {
+		if i < len(newSide) {
+			newSide[i].HTML = h
+		}
+	}
+	if used > budget {
+		return 0
+	}
+	return used
+}
+
+// place puts each inline comment under the new-side line it names and
+// returns those whose line the diff does not show.
+func place(files []*dfile, inline []patches.Review) []patches.Review {
+	type anchor struct {
+		file string
+		line int
+	}
+	at := map[anchor]*dline{}
+	for _, f := range files {
+		for _, h := range f.Hunks {
+			for _, d := range h.Lines {
+				if d.New > 0 {
+					at[anchor{f.Path, d.New}] = d
+				}
+			}
+		}
+	}
+	var rest []patches.Review
+	for _, rv := range inline {
+		if d := at[anchor{deref(rv.File), derefInt(rv.Line)}]; d != nil {
+			d.Comments = append(d.Comments, rv)
+			continue
+		}
+		rest = append(rest, rv)
+	}
+	return rest
+}
+
+// pair lays a hunk's lines out side by side: a run of deletions beside
+// the run of additions that follows it, context on both sides.
+func pair(lines []*dline) []drow {
+	var rows []drow
+	for i := 0; i < len(lines); {
+		d := lines[i]
+		switch d.Kind {
+		case "del", "add":
+			var dels, adds []*dline
+			for i < len(lines) && lines[i].Kind == "del" {
+				dels = append(dels, lines[i])
+				i++
+			}
+			for i < len(lines) && lines[i].Kind == "add" {
+				adds = append(adds, lines[i])
+				i++
+			}
+			for k := 0; k < max(len(dels), len(adds)); k++ {
+				var r drow
+				if k < len(dels) {
+					r.Left = dels[k]
+				}
+				if k < len(adds) {
+					r.Right = adds[k]
+				}
+				rows = append(rows, r)
+			}
+		case "ctx":
+			rows = append(rows, drow{Left: d, Right: d})
+			i++
+		default:
+			rows = append(rows, drow{Left: d})
+			i++
+		}
+	}
+	return rows
+}
