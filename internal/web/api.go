@@ -72,8 +72,8 @@ func setNext(w http.ResponseWriter, r *http.Request, n, limit int, after string)
 	q := r.URL.Query()
 	q.Set("after", after)
 	q.Set("limit", strconv.Itoa(limit))
-	u := url.URL{Path: r.URL.EscapedPath(), RawQuery: q.Encode()}
-	w.Header().Set("Link", fmt.Sprintf("<%s>; rel=\"next\"", u.String()))
+	// The path as it came, still escaped: a nested name's %2F must stay.
+	w.Header().Set("Link", fmt.Sprintf("<%s?%s>; rel=\"next\"", r.URL.EscapedPath(), q.Encode()))
 }
 
 func (s *Server) apiIssues(w http.ResponseWriter, r *http.Request) error {
@@ -205,13 +205,24 @@ func (s *Server) apiComments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cs, err := issues.Comments(r.Context(), s.cfg.DB.R(), t.key, t.id)
+	limit, after, err := page(r)
 	if err != nil {
 		return err
+	}
+	cs, more, err := issues.CommentPage(r.Context(), s.cfg.DB.R(), t.key, t.id, after, "", limit, apiCommentsBytes)
+	if err != nil {
+		return err
+	}
+	if more {
+		setNext(w, r, limit, limit, cs[len(cs)-1].ID)
 	}
 	writeJSON(w, http.StatusOK, cs)
 	return nil
 }
+
+// apiCommentsBytes bounds the bodies of one page of the API's comments; a
+// page cut short by it still carries the Link to the next.
+const apiCommentsBytes = 4 << 20
 
 func (s *Server) apiComment(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.target(r, access.Read, issues.Resolve)

@@ -102,9 +102,17 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) error {
 	if len(list) == limit {
 		next = list[len(list)-1].ID
 	}
+	ids := make([]string, len(list))
+	for i, is := range list {
+		ids[i] = is.ID
+	}
+	counts, err := issues.CommentCounts(r.Context(), s.cfg.DB.R(), key, ids)
+	if err != nil {
+		return err
+	}
 	s.render(w, r, http.StatusOK, "issues", map[string]any{
 		"Title": "Issues · " + reponame.Display(key), "Repo": key, "Tab": "issues", "Level": lvl.String(),
-		"Issues": list, "State": state, "Q": text, "Next": next, "After": after,
+		"Issues": list, "State": state, "Q": text, "Next": next, "After": after, "Counts": counts,
 	})
 	return nil
 }
@@ -224,7 +232,16 @@ func crlf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
 type linkedPatch struct {
 	ID, Title, State string
+	Merge            *patches.Merge
 }
+
+// Budgets of the issue page's comments: a page holds at most
+// commentsPage comments and stops once their bodies pass commentsBytes
+// (one longer comment still shows, alone).
+const (
+	commentsPage  = 50
+	commentsBytes = 512 << 10
+)
 
 func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.target(r, access.Read, issues.Resolve)
@@ -232,11 +249,22 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := t.key
+	q := r.URL.Query()
+	after, from := q.Get("after"), q.Get("from")
 	var d issues.Detail
 	var linked []linkedPatch
+	var comments []issues.Comment
+	var more bool
+	var count int
 	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
 		var err error
-		if d, err = issues.Get(r.Context(), tx, key, t.id, s.now()); err != nil {
+		if d, err = issues.GetHead(r.Context(), tx, key, t.id, s.now()); err != nil {
+			return err
+		}
+		if comments, more, err = issues.CommentPage(r.Context(), tx, key, t.id, after, from, commentsPage, commentsBytes); err != nil {
+			return err
+		}
+		if count, err = issues.CommentCount(r.Context(), tx, key, t.id); err != nil {
 			return err
 		}
 		for _, pid := range d.Patches {
@@ -244,7 +272,7 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
 			if p, ok, err := patches.Lookup(r.Context(), tx, key, pid); err != nil {
 				return err
 			} else if ok {
-				lp.Title, lp.State = p.Title, p.State
+				lp.Title, lp.State, lp.Merge = p.Title, p.State, p.Merge
 			}
 			linked = append(linked, lp)
 		}
@@ -259,10 +287,33 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
 	}
 	me := principalOf(r)
 	canState := issues.MayChange(d.Issue, me, t.lvl, true, "close") == nil
-	s.render(w, r, http.StatusOK, "issue", map[string]any{
+	data := map[string]any{
 		"Title": d.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
 		"Issue": d, "Linked": linked, "CanState": canState,
-	})
+		"Comments": comments, "CommentCount": count, "Paged": after != "" || from != "",
+	}
+	if more && len(comments) > 0 {
+		data["NextComments"] = pagePath(key, "issues", d.ID) + "?after=" + comments[len(comments)-1].ID + "#comments"
+	}
+	if cb := closedBy(d.Issue, linked); cb != nil {
+		data["ClosedBy"] = cb
+	}
+	s.render(w, r, http.StatusOK, "issue", data)
+	return nil
+}
+
+// closedBy is the linked patch whose merge closed the issue: the merge
+// scan closes a "Fixes:" issue in the merge's own transaction, so its
+// closing time is the merge's.
+func closedBy(is issues.Issue, linked []linkedPatch) *linkedPatch {
+	if is.State != issues.Closed || is.ClosedAt == nil {
+		return nil
+	}
+	for i, lp := range linked {
+		if lp.Merge != nil && lp.Merge.At == *is.ClosedAt {
+			return &linked[i]
+		}
+	}
 	return nil
 }
 
@@ -275,7 +326,7 @@ func (s *Server) postComment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, pagePath(t.key, "issues", t.id)+"#c-"+c.ID, http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(t.key, "issues", t.id)+"?from="+c.ID+"#c-"+c.ID, http.StatusSeeOther)
 	return nil
 }
 
@@ -308,7 +359,24 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := patches.List(r.Context(), s.cfg.DB.R(), key, state, limit, after)
+	var list []patches.Patch
+	reviewState := map[string]string{}
+	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
+		var err error
+		if list, err = patches.List(r.Context(), tx, key, state, limit, after); err != nil {
+			return err
+		}
+		for _, p := range list {
+			rs, err := patches.Reviews(r.Context(), tx, key, p.ID)
+			if err != nil {
+				return err
+			}
+			if sum := review.Summarize(rs, p.Head().Number); len(rs) > 0 {
+				reviewState[p.ID] = sum.String()
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -318,7 +386,7 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.render(w, r, http.StatusOK, "patches", map[string]any{
 		"Title": "Patches · " + reponame.Display(key), "Repo": key, "Tab": "patches",
-		"Patches": list, "State": state, "Next": next,
+		"Patches": list, "State": state, "Next": next, "ReviewState": reviewState,
 	})
 	return nil
 }
