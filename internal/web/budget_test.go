@@ -219,4 +219,3 @@ func TestListsAndClosedBy(t *testing.T) {
 		t.Fatalf("issue page: %s", body)
 	}
 }
-
