@@ -2,9 +2,12 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/tokens"
@@ -96,9 +99,6 @@ func (s *Server) checkForm(r *http.Request) error {
 	if err := s.checkOrigin(r); err != nil {
 		return err
 	}
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return fault.New(fault.Denied, "cross-origin form post refused")
-	}
 	c := whoOf(r)
 	if c.session == nil {
 		return fault.New(fault.Unauthenticated, "sign in first")
@@ -109,23 +109,60 @@ func (s *Server) checkForm(r *http.Request) error {
 	return nil
 }
 
-func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "login", map[string]any{"Title": "Sign in", "Next": safeNext(r.URL.Query().Get("next"))})
+// LoginCookie carries the sign-in form's CSRF token (double submit): a
+// page on another site can neither read it nor make the browser send it
+// (SameSite=Strict), so its forged post arrives without the token.
+const LoginCookie = "collab_login"
+
+// loginData is what the sign-in page shows.
+func (s *Server) loginData(r *http.Request, next, csrf string) map[string]any {
+	return map[string]any{"Title": "Sign in", "Next": next, "LoginCSRF": csrf, "SSH": s.sshCommand(r.Context())}
 }
 
+// loginToken returns the browser's sign-in CSRF token, setting a new one
+// when it has none (or a malformed one).
+func (s *Server) loginToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(LoginCookie); err == nil && len(c.Value) == 43 {
+		return c.Value
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	v := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: LoginCookie, Value: v, Path: "/login", MaxAge: 3600,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+	return v
+}
+
+func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) {
+	csrf := s.loginToken(w, r)
+	s.render(w, r, http.StatusOK, "login", s.loginData(r, safeNext(r.URL.Query().Get("next")), csrf))
+}
+
+// postLogin signs a browser in with a token. Login CSRF (a page elsewhere
+// signing the visitor in as its author) is refused three ways: the
+// Origin must be this site's (not another, not "null"), Sec-Fetch-Site
+// must not say cross-site or same-site, and the form must carry the
+// token of the LoginCookie it was served with.
 func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := s.checkOrigin(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	secret := r.PostFormValue("token")
 	next := safeNext(r.PostFormValue("next"))
-	cookie, _, err := tokens.Login(r.Context(), s.cfg.DB, secret, s.now())
+	c, err := r.Cookie(LoginCookie)
+	if err != nil || !tokens.CSRFEqual(r.PostFormValue("csrf"), c.Value) {
+		s.render(w, r, http.StatusForbidden, "login", s.withError(s.loginData(r, next, s.loginToken(w, r)),
+			"The sign-in form was stale or came from another site. Sign in again from this page."))
+		return
+	}
+	cookie, _, err := tokens.Login(r.Context(), s.cfg.DB, r.PostFormValue("token"), s.now())
 	if err != nil {
 		if fault.KindOf(err) == fault.Unauthenticated {
-			s.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in", "Next": next,
-				"Error": "That token is not valid. Make one with: ssh git@HOST token new"})
+			s.render(w, r, http.StatusUnauthorized, "login", s.withError(s.loginData(r, next, c.Value),
+				"That token is not valid. Make one with: "+s.sshCommand(r.Context())+" token new"))
 			return
 		}
 		s.fail(w, r, err)
@@ -133,6 +170,11 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setCookie(w, cookie)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) withError(data map[string]any, msg string) map[string]any {
+	data["Error"] = msg
+	return data
 }
 
 func (s *Server) postLogout(w http.ResponseWriter, r *http.Request) {
@@ -148,20 +190,49 @@ func (s *Server) postLogout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// checkOrigin refuses a post that a browser says came from elsewhere: an
+// Origin of another host or "null" (sandboxed frames, data: URLs, some
+// redirects), or Sec-Fetch-Site cross-site or same-site (a sibling
+// subdomain is another party too). Clients that send neither (curl,
+// older browsers) pass; the CSRF token is the check they meet.
 func (s *Server) checkOrigin(r *http.Request) error {
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
+		if o == "null" || err != nil || u.Host != r.Host {
 			return fault.New(fault.Denied, "cross-origin form post refused")
 		}
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return fault.New(fault.Denied, "cross-origin form post refused")
 	}
 	return nil
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: a local path with
+// one leading "/", no "/" or "\" right after it (browsers read "//x" and
+// "/\x" as another host), and no control character, also once
+// percent-decoded (browsers drop tabs and newlines from URLs, so
+// "/<TAB>/evil.example" would become "//evil.example"). Anything else
+// is "/".
 func safeNext(n string) string {
-	if n == "" || !strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.HasPrefix(n, "/\\") || strings.ContainsAny(n, "\r\n") {
+	if !localPath(n) {
+		return "/"
+	}
+	if d, err := url.PathUnescape(n); err != nil || !localPath(d) {
 		return "/"
 	}
 	return n
+}
+
+func localPath(n string) bool {
+	if len(n) < 1 || n[0] != '/' || (len(n) > 1 && (n[1] == '/' || n[1] == '\\')) {
+		return false
+	}
+	for _, r := range n {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
 }

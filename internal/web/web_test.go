@@ -378,6 +378,19 @@ func TestTokenLastUsed(t *testing.T) {
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// login signs in as a browser does: the sign-in page first (its cookie
+// and the form's CSRF token), then the form's post with form's fields.
+func login(t *testing.T, c *http.Client, u string, form url.Values, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	_, page := get(t, c, u+"/login")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the sign-in page: %s", page)
+	}
+	form.Set("csrf", m[1])
+	return post(t, c, u+"/login", form, hdr)
+}
+
 // browser is a cookie-keeping client that does not follow redirects.
 func (f *fixture) browser() *http.Client {
 	jar, _ := cookiejar.New(nil)
@@ -432,11 +445,11 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 	}
 
 	// A bad token is refused; a good one signs in with a strict cookie.
-	res, body := post(t, c, u+"/login", url.Values{"token": {"collab_wrong"}}, nil)
-	if res.StatusCode != 401 || !strings.Contains(body, "not valid") {
-		t.Fatalf("bad login: %d", res.StatusCode)
+	res, body := login(t, c, u, url.Values{"token": {"collab_wrong"}}, nil)
+	if res.StatusCode != 401 || !strings.Contains(body, "not valid. Make one with: ssh git@forge.test token new") {
+		t.Fatalf("bad login: %d %s", res.StatusCode, body)
 	}
-	res, _ = post(t, c, u+"/login", url.Values{"token": {f.tok["alice"]}, "next": {"/secret/-/issues"}}, nil)
+	res, _ = login(t, c, u, url.Values{"token": {f.tok["alice"]}, "next": {"/secret/-/issues"}}, nil)
 	if res.StatusCode != 303 || res.Header.Get("Location") != "/secret/-/issues" {
 		t.Fatalf("login: %d %s", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -444,7 +457,7 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 	if !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Strict") {
 		t.Fatalf("session cookie %q", sc)
 	}
-	res, _ = post(t, f.browser(), u+"/login", url.Values{"token": {f.tok["alice"]}, "next": {"//evil.test/"}}, nil)
+	res, _ = login(t, f.browser(), u, url.Values{"token": {f.tok["alice"]}, "next": {"//evil.test/"}}, nil)
 	if res.Header.Get("Location") != "/" {
 		t.Fatalf("open redirect: %s", res.Header.Get("Location"))
 	}
