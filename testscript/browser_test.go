@@ -458,10 +458,10 @@ func TestBrowserHostileContent(t *testing.T) {
 		}
 	}
 	// The patch page shows the hostile title, branch and file names as text
-	// (git quotes the file names that hold a double quote).
+	// (the file names as they are, unquoted from git's diff).
 	do(t, ctx, chromedp.Navigate(f.url+"/demo/-/patches/0bad0bad0bad0bad0bad0bad0bad0bad0bad0bad"), chromedp.WaitVisible(chromedp.CSS("#diff")))
 	body := text(t, ctx, "main")
-	for _, want := range []string{`<img src=x onerror=alert("pwned-t")>`, branch, `<img src=x onerror=alert(\"pwned-f\")>.txt`, `javascript:alert(\"pwned-h\")`} {
+	for _, want := range []string{`<img src=x onerror=alert("pwned-t")>`, branch, `<img src=x onerror=alert("pwned-f")>.txt`, `javascript:alert("pwned-h")`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("patch page lacks %q as text", want)
 		}
