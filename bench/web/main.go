@@ -9,7 +9,12 @@
 // VmHWM the peak). It also prints SQLite's query plans for the list
 // queries, to show they use the issues_by_state index.
 //
-//	go run ./bench/web [-issues 100000] [-comments 1000000] [-n 300] [-bin collab-web]
+// With -only budget it runs the request budgets and code pages instead
+// (budget.go): 20 comments of 1 MiB, a 200 × 3 MB patch and its
+// interdiff under three concurrent viewers, and the blob and patch pages
+// against git show / git diff.
+//
+//	go run ./bench/web [-only lists|budget|all] [-issues 100000] [-comments 1000000] [-n 300] [-bin collab-web]
 package main
 
 import (
@@ -39,11 +44,40 @@ func main() {
 	nComments := flag.Int("comments", 1_000_000, "comments to generate")
 	n := flag.Int("n", 300, "requests of each kind")
 	bin := flag.String("bin", "", "collab-web binary (default: build it)")
+	only := flag.String("only", "all", "lists (the big-list figures), budget (budgets and code pages) or all")
 	flag.Parse()
-	if err := run(*nIssues, *nComments, *n, *bin); err != nil {
+	var err error
+	if *only == "lists" || *only == "all" {
+		err = run(*nIssues, *nComments, *n, *bin)
+	}
+	if err == nil && (*only == "budget" || *only == "all") {
+		err = budgets(*bin, max(*n/15, 10))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/web:", err)
 		os.Exit(1)
 	}
+}
+
+// budgets builds the binaries (collab-hook for its hooks) and runs the
+// budget cases in a scratch directory.
+func budgets(bin string, reps int) error {
+	work, err := os.MkdirTemp("", "collab-bench-budget-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	hook := filepath.Join(work, "collab-hook")
+	if out, err := exec.Command("go", "build", "-o", hook, "github.com/collab-forge/collab/cmd/collab-hook").CombinedOutput(); err != nil {
+		return fmt.Errorf("build collab-hook: %v\n%s", err, out)
+	}
+	if bin == "" {
+		bin = filepath.Join(work, "collab-web")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/collab-forge/collab/cmd/collab-web").CombinedOutput(); err != nil {
+			return fmt.Errorf("build collab-web: %v\n%s", err, out)
+		}
+	}
+	return runBudgets(work, hook, bin, reps)
 }
 
 func run(nIssues, nComments, n int, bin string) error {

@@ -16,6 +16,15 @@ type Cache[V any] struct {
 	used  int64
 	order *list.List // front: most recently used
 	items map[string]*list.Element
+	// making holds the keys whose value Do is making now.
+	making map[string]*making[V]
+}
+
+// making is a value being made by Do, which other callers of Do with the
+// same key wait for instead of making it again.
+type making[V any] struct {
+	done chan struct{}
+	val  V
 }
 
 type item[V any] struct {
@@ -26,7 +35,43 @@ type item[V any] struct {
 
 // New returns a cache holding at most max bytes (as Put's sizes count).
 func New[V any](max int64) *Cache[V] {
-	return &Cache[V]{max: max, order: list.New(), items: map[string]*list.Element{}}
+	return &Cache[V]{max: max, order: list.New(), items: map[string]*list.Element{}, making: map[string]*making[V]{}}
+}
+
+// Do returns the value under key, making it with mk when absent. Callers
+// asking for a key while it is being made wait for that one making, so
+// viewers arriving together pay for one render, not one each. mk returns
+// the value, its size, and whether to keep it (a value made under a
+// cancelled context may be partial).
+func (c *Cache[V]) Do(key string, mk func() (V, int64, bool)) V {
+	c.mu.Lock()
+	if e, ok := c.items[key]; ok {
+		c.order.MoveToFront(e)
+		v := e.Value.(*item[V]).val
+		c.mu.Unlock()
+		return v
+	}
+	if m, ok := c.making[key]; ok {
+		c.mu.Unlock()
+		<-m.done
+		return m.val
+	}
+	m := &making[V]{done: make(chan struct{})}
+	c.making[key] = m
+	c.mu.Unlock()
+	keep := false
+	var size int64
+	defer func() {
+		c.mu.Lock()
+		delete(c.making, key)
+		c.mu.Unlock()
+		if keep {
+			c.Put(key, m.val, size)
+		}
+		close(m.done)
+	}()
+	m.val, size, keep = mk()
+	return m.val
 }
 
 // Get returns the value under key.

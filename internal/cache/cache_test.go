@@ -2,6 +2,9 @@ package cache
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -43,5 +46,46 @@ func TestCache(t *testing.T) {
 				t.Fatalf("holds %d bytes, more than %d", c.Bytes(), tt.max)
 			}
 		})
+	}
+}
+
+// Do makes a value once however many ask for it at the same time.
+func TestDoMakesOnce(t *testing.T) {
+	c := New[string](1 << 20)
+	var made atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = c.Do("k", func() (string, int64, bool) {
+				made.Add(1)
+				<-release
+				return "v", 1, true
+			})
+		}()
+	}
+	for made.Load() == 0 {
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	if made.Load() != 1 {
+		t.Fatalf("made %d times", made.Load())
+	}
+	for _, g := range got {
+		if g != "v" {
+			t.Fatalf("got %q", g)
+		}
+	}
+	if v := c.Do("k", func() (string, int64, bool) { t.Fatal("made again"); return "", 0, false }); v != "v" {
+		t.Fatalf("kept %q", v)
+	}
+	// A value not to keep is returned but not kept.
+	c.Do("partial", func() (string, int64, bool) { return "p", 1, false })
+	if _, ok := c.Get("partial"); ok {
+		t.Fatal("kept a value marked not to keep")
 	}
 }

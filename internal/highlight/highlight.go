@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"path"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/chroma/v2"
 	chtml "github.com/alecthomas/chroma/v2/formatters/html"
@@ -45,13 +47,82 @@ func CSS() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// Highlighter finds the lexer of a file name and colours text with it.
+// chroma's own lookup matches the name against every glob of every lexer
+// (tens of milliseconds a call); a Highlighter asks it once per file
+// extension, and once per name only for names that a glob other than
+// "*.EXT" could claim (Makefile, CMakeLists.txt). It is safe for
+// concurrent use.
+type Highlighter struct {
+	special []string // globs other than "*.EXT"
+	mu      sync.Mutex
+	byExt   map[string]chroma.Lexer
+	byName  map[string]chroma.Lexer
+}
+
+// maxNames bounds the per-name lookups remembered.
+const maxNames = 4096
+
+// New returns a Highlighter over chroma's registered lexers.
+func New() *Highlighter {
+	h := &Highlighter{byExt: map[string]chroma.Lexer{}, byName: map[string]chroma.Lexer{}}
+	for _, l := range lexers.GlobalLexerRegistry.Lexers {
+		cfg := l.Config()
+		for _, g := range append(append([]string(nil), cfg.Filenames...), cfg.AliasFilenames...) {
+			if ext, ok := strings.CutPrefix(g, "*."); ok && !strings.ContainsAny(ext, "*?[\\.") {
+				continue
+			}
+			h.special = append(h.special, g)
+		}
+	}
+	return h
+}
+
+// lexer is chroma's lexer for file name, or nil.
+func (h *Highlighter) lexer(name string) chroma.Lexer {
+	base := path.Base(name)
+	special := false
+	for _, g := range h.special {
+		if ok, _ := path.Match(g, base); ok {
+			special = true
+			break
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if special {
+		l, ok := h.byName[base]
+		if !ok {
+			if len(h.byName) >= maxNames {
+				clear(h.byName)
+			}
+			l = lexers.Match(base)
+			h.byName[base] = l
+		}
+		return l
+	}
+	ext := path.Ext(base)
+	if ext == "" {
+		return nil
+	}
+	l, ok := h.byExt[ext]
+	if !ok {
+		if len(h.byExt) >= maxNames {
+			clear(h.byExt)
+		}
+		l = lexers.Match("x" + ext)
+		h.byExt[ext] = l
+	}
+	return l
+}
+
 // Lines returns src split into lines ("\n" ends a line; a last line
 // without one counts), each as safe HTML: escaped text in spans whose
 // classes name chroma's token types, for the language of file name name.
 // A name no lexer claims, text over MaxBytes, or a done ctx gives the
 // escaped text without colour. Lines never holds a newline.
-func Lines(ctx context.Context, name, src string) []template.HTML {
-	lexer := lexers.Match(name)
+func (h *Highlighter) Lines(ctx context.Context, name, src string) []template.HTML {
+	lexer := h.lexer(name)
 	if lexer == nil || len(src) > MaxBytes {
 		return plain(src)
 	}

@@ -54,19 +54,18 @@ func (r *Renderer) WithCache(maxBytes int64) *Renderer {
 // Cached is Render, remembered under key (say "comment:ID") and the hash
 // of src, so that a page shown again does not pay for its Markdown again
 // (a 1 MiB comment costs a good part of a second) and an edited body is
-// never served stale. Without WithCache it is Render.
+// never served stale; viewers asking at the same time share one render.
+// Without WithCache it is Render.
 func (r *Renderer) Cached(key, src string) template.HTML {
 	if r.cache == nil {
 		return r.Render(src)
 	}
 	sum := sha256.Sum256([]byte(src))
 	k := key + "\x00" + hex.EncodeToString(sum[:])
-	if h, ok := r.cache.Get(k); ok {
-		return h
-	}
-	h := r.Render(src)
-	r.cache.Put(k, h, int64(len(h)+len(k)))
-	return h
+	return r.cache.Do(k, func() (template.HTML, int64, bool) {
+		h := r.Render(src)
+		return h, int64(len(h) + len(k)), true
+	})
 }
 
 // Render returns the safe HTML of src. A body that fails to render is shown

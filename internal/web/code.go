@@ -366,12 +366,6 @@ func (s *Server) pageTree(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// codeLine is a line of a file on the blob page.
-type codeLine struct {
-	N    int
-	HTML template.HTML
-}
-
 // pageBlob shows a file at a ref: highlighted, with line anchors (#L12)
 // and a raw link; a binary or over-size file is described, not shown.
 func (s *Server) pageBlob(w http.ResponseWriter, r *http.Request) error {
@@ -409,37 +403,45 @@ func (s *Server) pageBlob(w http.ResponseWriter, r *http.Request) error {
 		"CommitsURL": codeURL(key, "commits", ref.Name, ""),
 	}
 	if !b.Binary && !b.TooLarge {
-		html, plain := s.highlightBlob(r.Context(), p, b)
-		lines := make([]codeLine, len(html))
-		for i, h := range html {
-			lines[i] = codeLine{N: i + 1, HTML: h}
-		}
-		data["Lines"], data["Plain"] = lines, plain
+		data["Code"], data["Lines"], data["Plain"] = s.blobTable(r.Context(), p, b)
 		data["Wrapper"] = highlight.Wrapper
 	}
 	s.render(w, r, http.StatusOK, "blob", data)
 	return nil
 }
 
-// highlightBlob colours a file, remembered by blob id and name (the
-// lexer follows the name); plain says it was too large to colour.
-func (s *Server) highlightBlob(ctx context.Context, name string, b browse.Blob) (lines []template.HTML, plain bool) {
-	if len(b.Data) > highlight.MaxBytes {
-		return highlight.Plain(string(b.Data)), true
+func (s *Server) colour() colourer { return colourer{hl: s.hl, cache: s.code} }
+
+// blobTable is the blob page's table of numbered, coloured lines, made
+// here rather than by the template (a 1 MiB file has tens of thousands of
+// lines) and remembered by blob id and name (the lexer follows the name);
+// plain says the file was too large to colour.
+func (s *Server) blobTable(ctx context.Context, name string, b browse.Blob) (table template.HTML, lines int, plain bool) {
+	plain = len(b.Data) > highlight.MaxBytes
+	lines = strings.Count(string(b.Data), "\n")
+	if len(b.Data) > 0 && b.Data[len(b.Data)-1] != '\n' {
+		lines++
 	}
-	k := b.OID + "\x00" + path.Base(name)
-	if ls, ok := s.code.Get(k); ok {
-		return ls, false
-	}
-	ls := highlight.Lines(ctx, path.Base(name), string(b.Data))
-	if ctx.Err() == nil {
-		n := int64(len(k))
-		for _, l := range ls {
-			n += int64(len(l)) + 16
+	k := "blob\x00" + b.OID + "\x00" + path.Base(name)
+	table = s.code.Do(k, func() (template.HTML, int64, bool) {
+		var ls []template.HTML
+		if plain {
+			ls = highlight.Plain(string(b.Data))
+		} else {
+			ls = s.hl.Lines(ctx, path.Base(name), string(b.Data))
 		}
-		s.code.Put(k, ls, n)
-	}
-	return ls, false
+		var sb strings.Builder
+		sb.Grow(len(b.Data) * 2)
+		for i, l := range ls {
+			n := strconv.Itoa(i + 1)
+			sb.WriteString(`<tr id="L` + n + `"><td class="ln"><a href="#L` + n + `">` + n + `</a></td><td class="src"><pre>`)
+			sb.WriteString(string(l))
+			sb.WriteString("</pre></td></tr>\n")
+		}
+		t := template.HTML(sb.String()) //nolint:gosec // numbers and highlight's escaped lines
+		return t, int64(len(t) + len(k)), ctx.Err() == nil
+	})
+	return table, lines, plain
 }
 
 // pageRaw serves a file's bytes: text as text/plain (never HTML, whatever

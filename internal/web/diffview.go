@@ -2,10 +2,14 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"html/template"
+	"path"
 	"strconv"
 	"strings"
 
+	"github.com/collab-forge/collab/internal/cache"
 	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/patches"
@@ -254,6 +258,42 @@ func unquoteGit(s string) string {
 	return b.String()
 }
 
+// maxDiffColour bounds the text a patch page colours (chroma reads a few
+// hundred KiB a second); the rest of the diff is shown plain.
+const maxDiffColour = 128 << 10
+
+// colourer colours text with a Highlighter and remembers the result by
+// the text's hash and the lexer's file name, so that a diff or a file
+// viewed again costs no lexing.
+type colourer struct {
+	hl    *highlight.Highlighter
+	cache *cache.Cache[template.HTML]
+}
+
+func (c colourer) lines(ctx context.Context, name, src string) []template.HTML {
+	sum := sha256.Sum256([]byte(src))
+	k := "colour\x00" + path.Base(name) + "\x00" + hex.EncodeToString(sum[:])
+	return splitHTML(c.cache.Do(k, func() (template.HTML, int64, bool) {
+		ls := c.hl.Lines(ctx, path.Base(name), src)
+		joined := make([]string, len(ls))
+		for i, l := range ls {
+			joined[i] = string(l)
+		}
+		h := template.HTML(strings.Join(joined, "\n")) //nolint:gosec // highlight's escaped lines
+		return h, int64(len(h) + len(k)), ctx.Err() == nil
+	}))
+}
+
+// splitHTML undoes the join above: highlighted lines hold no newline.
+func splitHTML(h template.HTML) []template.HTML {
+	parts := strings.Split(string(h), "\n")
+	out := make([]template.HTML, len(parts))
+	for i, p := range parts {
+		out[i] = template.HTML(p) //nolint:gosec // cut from highlight's escaped lines
+	}
+	return out
+}
+
 // diffView is a rendered diff: its files (those the text shows, then
 // those it skipped), and the inline comments no shown line took.
 type diffView struct {
@@ -267,12 +307,12 @@ type diffView struct {
 // buildDiff parses res, colours its lines within highlight.MaxBytes for
 // the whole page, places the inline comments under their new-side lines
 // and pairs lines for the side-by-side view.
-func buildDiff(ctx context.Context, res diff.Result, inline []patches.Review) diffView {
+func buildDiff(ctx context.Context, hl colourer, res diff.Result, inline []patches.Review) diffView {
 	files := parseDiff(res.Text)
 	v := diffView{Coloured: true}
-	budget := highlight.MaxBytes
+	budget := maxDiffColour
 	for _, f := range files {
-		budget -= colour(ctx, f, budget)
+		budget -= colour(ctx, hl, f, budget)
 		if budget <= 0 {
 			v.Coloured = false
 		}
@@ -299,7 +339,7 @@ func buildDiff(ctx context.Context, res diff.Result, inline []patches.Review) di
 // colour highlights f's lines, each side as one text so that a lexer
 // sees its context (a comment or string spanning lines), and returns the
 // bytes it coloured; over budget the lines are escaped without colour.
-func colour(ctx context.Context, f *dfile, budget int) int {
+func colour(ctx context.Context, hl colourer, f *dfile, budget int) int {
 	var oldSide, newSide []*dline
 	var oldText, newText strings.Builder
 	for _, h := range f.Hunks {
@@ -327,7 +367,7 @@ func colour(ctx context.Context, f *dfile, budget int) int {
 		if used > budget {
 			return highlight.Plain(src)
 		}
-		return highlight.Lines(ctx, name, src)
+		return hl.lines(ctx, name, src)
 	}
 	// Context lines take the new side's colours; the old side's copies
 	// (empty placeholders above) only keep the two texts in step.

@@ -3,10 +3,13 @@ package web
 import (
 	"context"
 	"fmt"
+	"html/template"
 	"strings"
 	"testing"
 
+	"github.com/collab-forge/collab/internal/cache"
 	"github.com/collab-forge/collab/internal/diff"
+	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/patches"
 )
 
@@ -86,7 +89,7 @@ func TestBuildDiffPlacesComments(t *testing.T) {
 	text := "diff --git a/f.go b/f.go\n--- a/f.go\n+++ b/f.go\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n"
 	file, line, other := "f.go", 2, 9
 	inline := []patches.Review{{ID: "on", File: &file, Line: &line}, {ID: "off", File: &file, Line: &other}}
-	v := buildDiff(context.Background(), diff.Result{Text: text, Skipped: []diff.Skip{{Path: "big.bin", OldPath: "big.bin", Reason: "over the read budget"}}}, inline)
+	v := buildDiff(context.Background(), colourer{hl: highlight.New(), cache: cache.New[template.HTML](1 << 20)}, diff.Result{Text: text, Skipped: []diff.Skip{{Path: "big.bin", OldPath: "big.bin", Reason: "over the read budget"}}}, inline)
 	if len(v.Rest) != 1 || v.Rest[0].ID != "off" {
 		t.Fatalf("unplaced: %+v", v.Rest)
 	}

@@ -512,7 +512,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return fmt.Errorf("commits of patch %s revision %d: %w", p.ID, to, err)
 		}
-		dv := buildDiff(r.Context(), res, inline)
+		dv := buildDiff(r.Context(), s.colour(), res, inline)
 		data["Diff"] = res
 		data["View2"] = dv
 		data["Commits"] = commitRows(key, commits)

@@ -77,9 +77,10 @@ type Server struct {
 	// heavy holds a token per expensive page running (costly).
 	heavy chan struct{}
 	// code caches highlighted files by blob id (immutable, so never stale).
-	code *cache.Cache[[]template.HTML]
+	code *cache.Cache[template.HTML]
 	// css is the highlighting stylesheet, made once from chroma's style.
 	css []byte
+	hl  *highlight.Highlighter
 }
 
 // New builds the handler.
@@ -100,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.CacheBytes = 16 << 20
 	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
-		heavy: make(chan struct{}, cfg.Expensive), code: cache.New[[]template.HTML](cfg.CacheBytes)}
+		heavy: make(chan struct{}, cfg.Expensive), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
 	}).WithCache(cfg.CacheBytes)
