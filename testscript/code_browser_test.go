@@ -107,6 +107,20 @@ func TestBrowserCodePages(t *testing.T) {
 	f.git(work, "push", "-q", bare, "HEAD:refs/for/main")
 	f.verb("bob", "patch review demo 00c0ffee --comment --file src/main.go --line 7 --body 'Why *hello*?'")
 
+	// An issue with comments and a lease, fixed by a second patch that is
+	// then merged: the merge closes it.
+	issue := jsonField(t, f.verb("alice", "issue new demo --title 'Greeting is wrong' --body 'It says *hello*.' --json"), "id")
+	f.verb("bob", "issue comment demo "+issue+" --body 'Confirmed.'")
+	f.verb("alice", "issue comment demo "+issue+" --body 'On it.'")
+	leased := jsonField(t, f.verb("alice", "issue new demo --title 'Claimed work' --json"), "id")
+	f.verb("bob", "lease acquire demo "+leased+" --ttl 15m")
+	f.git(work, "fetch", "-q", bare, "main")
+	f.git(work, "checkout", "-q", "-B", "fix", "FETCH_HEAD")
+	os.WriteFile(filepath.Join(work, "CHANGES"), []byte("fixed\n"), 0o644)
+	f.git(work, "commit", "-qam", "Fix the greeting", "-m", "Fixes: "+issue+"\nPatch: 0f1e0f1e0f1e0f1e0f1e0f1e0f1e0f1e0f1e0f1e")
+	f.git(work, "push", "-q", bare, "HEAD:refs/for/main")
+	f.git(work, "push", "-q", bare, "HEAD:main")
+
 	patch := "/demo/-/patches/00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee"
 	pages := []struct {
 		name, path, wait string
@@ -126,6 +140,13 @@ func TestBrowserCodePages(t *testing.T) {
 			"#revision-commits": "over two lines.", "#fetch": "git fetch git@forge.test:demo.git refs/collab/patches/00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee/rev/"}},
 		{"patch-split", patch + "?view=split", "#diff", map[string]string{"#diff td.side-new": "Why hello?", "#view-switch a.on": "Side by side"}},
 		{"interdiff-split", patch + "?from=1&to=2&view=split", "#diff", map[string]string{"#diff-title": "Interdiff 1 → 2", "#diff": "bye"}},
+		{"issues", "/demo/-/issues?state=all", "#issues", map[string]string{"#issues": "2 comments"}},
+		{"issue-closed", "/demo/-/issues/" + issue, "#closed-by", map[string]string{
+			"#closed-by": "Closed by patch 0f1e0f1e0f (Fix the greeting), merged into main by local", "#comment-count": "2"}},
+		{"patches", "/demo/-/patches?state=all", "#patches", map[string]string{"#patches": "2 revisions · no votes"}},
+		{"leases", "/demo/-/leases", "#leases", map[string]string{"#leases": "Claimed work"}},
+		{"repos", "/", "main", map[string]string{"main": "demo"}},
+		{"login", "/login", "#token-hint", map[string]string{"#token-hint": "ssh git@forge.test token new --name browser"}},
 	}
 	for _, width := range []int64{1280, 390} {
 		do(t, ctx, chromedp.EmulateViewport(width, 900))
@@ -146,7 +167,7 @@ func TestBrowserCodePages(t *testing.T) {
 				name += "-phone"
 			}
 			screenshot(t, ctx, "code-"+name)
-			if strings.HasPrefix(p.name, "patch") || strings.HasPrefix(p.name, "interdiff") {
+			if p.wait == "#diff" { // a second picture, of the diff itself
 				do(t, ctx, chromedp.ScrollIntoView(chromedp.CSS("#changes")))
 				screenshot(t, ctx, "code-"+name+"-diff")
 			}
