@@ -49,7 +49,7 @@ type Repo struct {
 }
 
 // Open returns the repository in dir (a bare repository's path).
-func Open(dir string) Repo { return Repo{git: git.Repo{Dir: dir}} }
+func Open(dir string) Repo { return Repo{git: git.Open(dir)} }
 
 // Branch is a branch and its tip.
 type Branch struct {
