@@ -1,0 +1,148 @@
+package browse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+)
+
+// fixture is a bare repository with main (two commits), a branch with a
+// slash, a tag, a binary file and a directory.
+func fixture(t *testing.T) (Repo, map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	work := filepath.Join(dir, "w")
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@b", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@b", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	os.MkdirAll(filepath.Join(work, "src"), 0o755)
+	run("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(work, "README.md"), []byte("# hi\n"), 0o644)
+	os.WriteFile(filepath.Join(work, "src", "a.go"), []byte("package a\n"), 0o644)
+	os.WriteFile(filepath.Join(work, "bin"), []byte("\x00\x01"), 0o644)
+	run("add", ".")
+	run("commit", "-qm", "first")
+	c := map[string]string{"first": run("rev-parse", "HEAD")}
+	os.WriteFile(filepath.Join(work, "src", "b.go"), []byte("package a\n\nvar b = 1\n"), 0o644)
+	run("add", ".")
+	run("commit", "-qm", "second", "-m", "The body.")
+	c["second"] = run("rev-parse", "HEAD")
+	run("branch", "feature/x", c["first"])
+	run("branch", "topic", c["second"])
+	run("tag", "v1", c["first"])
+	bare := filepath.Join(dir, "r.git")
+	run("clone", "-q", "--bare", work, bare)
+	return Open(bare), c
+}
+
+func TestResolve(t *testing.T) {
+	r, c := fixture(t)
+	tests := []struct {
+		path       string
+		name, kind string
+		commit     string
+		rest       string
+	}{
+		{"main", "main", "branch", c["second"], ""},
+		{"main/src/a.go", "main", "branch", c["second"], "src/a.go"},
+		{"feature/x/src", "feature/x", "branch", c["first"], "src"}, // the longest branch wins
+		{"topic/src", "topic", "branch", c["second"], "src"},
+		{"feature/src", "", "", "", ""},
+		{"v1/README.md", "v1", "tag", c["first"], "README.md"},
+		{c["first"][:8] + "/src", c["first"][:8], "commit", c["first"], "src"},
+		{"nope", "", "", "", ""},
+		{"main:README.md", "", "", "", ""},
+		{"main^", "", "", "", ""},
+		{"--all", "", "", "", ""},
+		{"HEAD@{1}", "", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			res, rest, err := r.Resolve(context.Background(), strings.Split(tt.path, "/"))
+			if tt.name == "" {
+				if fault.KindOf(err) != fault.NotFound {
+					t.Fatalf("got %+v %v, want not found", res, err)
+				}
+				return
+			}
+			if err != nil || res.Name != tt.name || res.Kind != tt.kind || res.Commit != tt.commit || strings.Join(rest, "/") != tt.rest {
+				t.Fatalf("got %+v %q %v", res, rest, err)
+			}
+		})
+	}
+}
+
+func TestReads(t *testing.T) {
+	r, c := fixture(t)
+	ctx := context.Background()
+	root, err := r.Stat(ctx, c["second"], "")
+	if err != nil || root.Type != "tree" {
+		t.Fatalf("root: %+v %v", root, err)
+	}
+	es, more, err := r.Tree(ctx, root.OID, 10)
+	if err != nil || more {
+		t.Fatal(err, more)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name)
+	}
+	if strings.Join(names, " ") != "src README.md bin" {
+		t.Fatalf("tree order %v", names)
+	}
+	if rd, ok := Readme(es); !ok || rd.Name != "README.md" {
+		t.Fatalf("readme %+v", rd)
+	}
+	if _, more, _ := r.Tree(ctx, root.OID, 2); !more {
+		t.Fatal("a cut listing says nothing")
+	}
+	if _, err := r.Stat(ctx, c["second"], "src/nope.go"); fault.KindOf(err) != fault.NotFound {
+		t.Fatalf("missing path: %v", err)
+	}
+	bin, _ := r.Stat(ctx, c["second"], "bin")
+	if b, err := r.ReadBlob(ctx, bin.OID, bin.Size, MaxBlob); err != nil || !b.Binary || b.Data != nil {
+		t.Fatalf("binary: %+v %v", b, err)
+	}
+	src, _ := r.Stat(ctx, c["second"], "src/b.go")
+	if b, err := r.ReadBlob(ctx, src.OID, src.Size, 4); err != nil || !b.TooLarge || b.Binary {
+		t.Fatalf("too large: %+v %v", b, err)
+	}
+	if b, err := r.ReadBlob(ctx, src.OID, src.Size, MaxBlob); err != nil || string(b.Data) != "package a\n\nvar b = 1\n" {
+		t.Fatalf("text: %+v %v", b, err)
+	}
+	var buf bytes.Buffer
+	if err := r.CopyBlob(ctx, &buf, src.OID, 4); !errors.Is(err, git.ErrCut) || buf.String() != "pack" {
+		t.Fatalf("cut copy: %q %v", buf.String(), err)
+	}
+	cs, more, err := r.Log(ctx, c["second"], 0, 1)
+	if err != nil || !more || len(cs) != 1 || cs[0].Subject != "second" {
+		t.Fatalf("log page 1: %+v %v %v", cs, more, err)
+	}
+	cs, more, err = r.Log(ctx, c["second"], 1, 1)
+	if err != nil || more || len(cs) != 1 || cs[0].OID != c["first"] {
+		t.Fatalf("log page 2: %+v %v %v", cs, more, err)
+	}
+	cs, more, err = r.Range(ctx, c["first"], c["second"], 10)
+	if err != nil || more || len(cs) != 1 || cs[0].Body != "The body." {
+		t.Fatalf("range: %+v %v %v", cs, more, err)
+	}
+	bs, more, err := r.Branches(ctx, 10)
+	if err != nil || more || len(bs) != 3 || bs[0].Name != "main" || !bs[0].Default {
+		t.Fatalf("branches: %+v %v %v", bs, more, err)
+	}
+}
