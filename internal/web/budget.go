@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
@@ -18,50 +17,21 @@ const (
 	// DefaultExpensive is how many expensive pages (diffs, interdiffs,
 	// blobs, trees, logs) run at once; past it they answer 503.
 	DefaultExpensive = 4
-	// retryAfter is what a 503 asks a client to wait, in seconds.
-	retryAfter = 2
+	// retryAfter is what a 503 of an overloaded page asks a client to wait.
+	retryAfter = 2 * time.Second
 )
 
-// unavailable is a refusal that says "try again later": 503 with
-// Retry-After (an overloaded server, a request past its deadline).
-type unavailable struct {
-	msg string
-	err error
-}
-
-func (u *unavailable) Error() string {
-	if u.err != nil {
-		return u.msg + ": " + u.err.Error()
-	}
-	return u.msg
-}
-
-func (u *unavailable) Unwrap() error { return u.err }
-
-// asUnavailable reports whether err, for request r, is to be answered 503:
-// an unavailable refusal, or any failure once r's deadline has passed
-// (SQLite and git report a cancelled context in their own words).
-func asUnavailable(r *http.Request, err error) (*unavailable, bool) {
-	var u *unavailable
-	if errors.As(err, &u) {
-		return u, true
+// pastDeadline turns a failure after r's deadline passed into "try again
+// later" (SQLite and git report a cancelled context in their own words);
+// other errors pass unchanged.
+func pastDeadline(r *http.Request, err error) error {
+	if fault.KindOf(err) == fault.Unavailable {
+		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(r.Context().Err(), context.DeadlineExceeded) {
-		return &unavailable{msg: "this page took too long to build; try again later", err: err}, true
+		return fault.Later(err, retryAfter, "this page took too long to build; try again later")
 	}
-	return nil, false
-}
-
-// failUnavailable answers a 503 with Retry-After, JSON on the API.
-func (s *Server) failUnavailable(w http.ResponseWriter, r *http.Request, u *unavailable) {
-	s.cfg.Log.WarnContext(r.Context(), "request refused: try again later", "method", r.Method, "path", r.URL.EscapedPath(), "error", u.Error())
-	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-	if isAPI(r) || r.URL.Path == "/healthz" {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": u.msg})
-		return
-	}
-	s.render(w, r, http.StatusServiceUnavailable, "error", map[string]any{
-		"Title": http.StatusText(http.StatusServiceUnavailable), "Status": http.StatusServiceUnavailable, "Message": u.msg})
+	return err
 }
 
 // withDeadline runs the request under the configured deadline, so that
@@ -79,7 +49,7 @@ func (s *Server) costly(f handler) handler {
 		select {
 		case s.heavy <- struct{}{}:
 		default:
-			return &unavailable{msg: "the server is busy with other expensive pages; try again in a moment"}
+			return fault.Later(nil, retryAfter, "the server is busy with other expensive pages; try again in a moment")
 		}
 		defer func() { <-s.heavy }()
 		return f(w, r)

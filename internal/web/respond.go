@@ -28,10 +28,7 @@ func notFound(what string) error { return fault.New(fault.NotFound, "%s not foun
 // fail answers with err: JSON {"error": …} with the contract's status on
 // the API, an error page elsewhere. Internal detail goes to the log only.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if u, ok := asUnavailable(r, err); ok {
-		s.failUnavailable(w, r, u)
-		return
-	}
+	err = pastDeadline(r, err)
 	fe := fault.As(err)
 	status := fault.HTTPStatus(err)
 	if fe == errMethod {
