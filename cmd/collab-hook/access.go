@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -244,33 +245,29 @@ func keysCommandCommand() *cli.Command {
 			if c.NArg() != 3 {
 				return fault.New(fault.Usage, "usage: keys-command USER TYPE KEY")
 			}
-			// USER is sshd's business (AllowUsers, Match); only the key decides.
-			typ, blob := c.Args().Get(1), c.Args().Get(2)
-			root, err := rootOf(c)
-			if err != nil {
-				return err
-			}
-			db, err := root.OpenNoMigrate(c.Context)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			name, err := principals.Owner(c.Context, db.R(), typ, blob)
-			if err != nil || name == "" {
-				return err
-			}
-			fc, err := forcedCommand(root)
-			if err != nil {
-				return err
-			}
-			line, err := fc.AuthorizedLine(principals.Key{Principal: name, Type: typ, Blob: blob})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(c.App.Writer, line)
-			return nil
+			return runKeysCommand(c.Context, globalsOf(c), c.Args().Get(1), c.Args().Get(2), c.App.Writer)
 		},
 	}
+}
+
+// runKeysCommand prints the authorized_keys line of the key given as sshd's
+// %t and %k, or nothing. USER is sshd's business (AllowUsers, Match); only
+// the key decides.
+func runKeysCommand(ctx context.Context, g globals, typ, blob string, w io.Writer) error {
+	root, err := forge.New(g.root)
+	if err != nil {
+		return err
+	}
+	fc, err := forcedCommand(root)
+	if err != nil {
+		return err
+	}
+	line, err := principals.KeysCommand(ctx, fc, root.DBPath(), typ, blob)
+	if err != nil || line == "" {
+		return err
+	}
+	_, err = fmt.Fprintln(w, line)
+	return err
 }
 
 // keyText is the key line given to key add: the text itself, a public key

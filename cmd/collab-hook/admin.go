@@ -10,6 +10,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
@@ -30,6 +31,11 @@ func initCommand() *cli.Command {
 			}
 			err = forge.Init(c.Context, root, map[string]string{forge.SettingURL: c.String("url"), forge.SettingSSH: c.String("ssh")})
 			if err != nil {
+				return fault.Wrap(err, "init failed")
+			}
+			// An upgraded or restored root gets its key index here
+			// (install.sh runs init on every upgrade).
+			if err := withDB(c, func(_ forge.Root, db *store.DB) error { return principals.WriteKeyIndex(c.Context, db) }); err != nil {
 				return fault.Wrap(err, "init failed")
 			}
 			fmt.Fprintf(c.App.Writer, "forge root %s ready\n", root.Dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,21 +29,21 @@ func hookCommand() *cli.Command {
 		return &cli.Command{
 			Name:   name,
 			Hidden: false,
-			Action: func(c *cli.Context) error { return runHook(c, name) },
+			Action: func(c *cli.Context) error { return runHook(c.Context, globalsOf(c), name) },
 		}
 	}
 	return &cli.Command{
 		Name:  "hook",
 		Usage: "run a repository hook (what the hook shims exec)",
 		Subcommands: []*cli.Command{sub("pre-receive"), sub("proc-receive"), sub("post-receive"),
-			{Name: "merge-scan", Hidden: true, Action: func(c *cli.Context) error { return runHook(c, "merge-scan") }}},
+			{Name: "merge-scan", Hidden: true, Action: func(c *cli.Context) error { return runHook(c.Context, globalsOf(c), "merge-scan") }}},
 	}
 }
 
-func runHook(c *cli.Context, name string) error {
+func runHook(ctx context.Context, g globals, name string) error {
 	// One hook run, one wait for the writer lock however often it writes.
-	ctx := store.WithWaitBudget(c.Context)
-	root, err := rootOf(c)
+	ctx = store.WithWaitBudget(ctx)
+	root, err := forge.New(g.root)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func runHook(c *cli.Context, name string) error {
 	}
 	e := &push.Env{
 		Root: root, DB: db, Repo: key, Git: git.InHook(dir),
-		Principal: h.Principal, WriteChecked: checked, URL: c.String("url"),
+		Principal: h.Principal, WriteChecked: checked, URL: g.url,
 		Stderr: os.Stderr, Log: log, Now: time.Now,
 	}
 	switch name {
@@ -105,7 +106,7 @@ func runHook(c *cli.Context, name string) error {
 		}
 		deferred, err := push.PostReceive(ctx, e, us, budget)
 		if len(deferred) > 0 {
-			if berr := background(root, dir, c.String("url"), deferred); berr != nil {
+			if berr := background(root, dir, g.url, deferred); berr != nil {
 				log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", berr.Error())
 				fmt.Fprintln(e.Stderr, "collab: could not start the background merge scan; run collab-hook fsck")
 			}

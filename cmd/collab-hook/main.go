@@ -59,8 +59,15 @@ func newApp() *cli.App {
 }
 
 func run(ctx context.Context, args []string) int {
+	if code, ok := fast(ctx, args); ok {
+		return code
+	}
 	app := newApp()
-	err := app.RunContext(ctx, append(args[:1:1], argv.Reorder(app, args[1:])...))
+	return report(app.RunContext(ctx, append(args[:1:1], argv.Reorder(app, args[1:])...)))
+}
+
+// report prints what err says for the user and returns the exit code.
+func report(err error) int {
 	if err == nil {
 		return 0
 	}
@@ -78,6 +85,11 @@ func run(ctx context.Context, args []string) int {
 func rootOf(c *cli.Context) (forge.Root, error) {
 	return forge.New(c.String("root"))
 }
+
+// globals are the app-wide flags, for the commands fast also runs.
+type globals struct{ root, url string }
+
+func globalsOf(c *cli.Context) globals { return globals{root: c.String("root"), url: c.String("url")} }
 
 // binary is the absolute path of this program, for hook shims and forced
 // commands.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/keyindex"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -105,27 +106,27 @@ func AddKey(ctx context.Context, db *store.DB, principal, line string, now time.
 	}
 	k.Principal = principal
 	k.CreatedAt = store.FormatTime(now)
-	err = db.Write(ctx, func(tx *sql.Tx) error {
+	err = writeKeys(ctx, db, func(tx *sql.Tx) (bool, error) {
 		if _, err := Get(ctx, tx, principal); err != nil {
-			return err
+			return false, err
 		}
 		var owner string
 		err := tx.QueryRowContext(ctx, `SELECT principal FROM keys WHERE fingerprint = ?`, k.Fingerprint).Scan(&owner)
 		switch {
 		case err == nil && owner == principal:
 			existed = true
-			return nil
+			return false, nil
 		case err == nil:
-			return fault.New(fault.Conflict, "key %s already belongs to %s", k.Fingerprint, owner)
+			return false, fault.New(fault.Conflict, "key %s already belongs to %s", k.Fingerprint, owner)
 		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("read key %s: %w", k.Fingerprint, err)
+			return false, fmt.Errorf("read key %s: %w", k.Fingerprint, err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO keys(fingerprint, principal, type, blob, comment, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			k.Fingerprint, k.Principal, k.Type, k.Blob, k.Comment, k.CreatedAt)
 		if err != nil {
-			return fmt.Errorf("add key %s: %w", k.Fingerprint, err)
+			return false, fmt.Errorf("add key %s: %w", k.Fingerprint, err)
 		}
-		return nil
+		return true, nil
 	})
 	return k, existed, err
 }
@@ -133,19 +134,19 @@ func AddKey(ctx context.Context, db *store.DB, principal, line string, now time.
 // RemoveKey deletes the key with fingerprint.
 func RemoveKey(ctx context.Context, db *store.DB, fingerprint string) (Key, error) {
 	var k Key
-	err := db.Write(ctx, func(tx *sql.Tx) error {
+	err := writeKeys(ctx, db, func(tx *sql.Tx) (bool, error) {
 		ks, err := queryKeys(ctx, tx, `WHERE k.fingerprint = ?`, fingerprint)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(ks) == 0 {
-			return fault.New(fault.NotFound, "key %s not found", text.Clip(fingerprint))
+			return false, fault.New(fault.NotFound, "key %s not found", text.Clip(fingerprint))
 		}
 		k = ks[0]
 		if _, err := tx.ExecContext(ctx, `DELETE FROM keys WHERE fingerprint = ?`, fingerprint); err != nil {
-			return fmt.Errorf("remove key %s: %w", fingerprint, err)
+			return false, fmt.Errorf("remove key %s: %w", fingerprint, err)
 		}
-		return nil
+		return true, nil
 	})
 	return k, err
 }
@@ -179,6 +180,60 @@ func queryKeys(ctx context.Context, q store.Querier, where string, args ...any) 
 	return out, rows.Err()
 }
 
+// writeKeys runs fn in one write transaction and, when fn reports that it
+// changed what sshd may let in (a key, a principal's disabled flag),
+// rewrites the key index inside that transaction, before it commits: the
+// index is never behind a committed change (see keyindex). Should the
+// commit fail after the rename, the index is rewritten again from what the
+// database holds.
+func writeKeys(ctx context.Context, db *store.DB, fn func(tx *sql.Tx) (changed bool, err error)) error {
+	wrote := false
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		changed, err := fn(tx)
+		if err != nil || !changed {
+			return err
+		}
+		if err := writeIndex(ctx, tx, db.Path()); err != nil {
+			return err
+		}
+		wrote = true
+		return nil
+	})
+	if err != nil && wrote {
+		if rerr := WriteKeyIndex(ctx, db); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// WriteKeyIndex rewrites the key index of db from what it holds now (init
+// does, so that an upgraded or restored root gets one).
+func WriteKeyIndex(ctx context.Context, db *store.DB) error {
+	return db.Write(ctx, func(tx *sql.Tx) error { return writeIndex(ctx, tx, db.Path()) })
+}
+
+func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
+	var es []keyindex.Entry
+	err := store.Each(ctx, q, `SELECT k.type, k.blob, k.principal FROM keys k JOIN principals p ON p.name = k.principal
+		WHERE p.disabled = 0 ORDER BY k.type, k.blob`, nil, func(rows *sql.Rows) error {
+		var e keyindex.Entry
+		if err := rows.Scan(&e.Type, &e.Blob, &e.Principal); err != nil {
+			return err
+		}
+		es = append(es, e)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read keys for the key index: %w", err)
+	}
+	b, err := keyindex.Format(es)
+	if err != nil {
+		return err
+	}
+	return keyindex.Write(keyindex.Path(dbPath), b)
+}
+
 // Owner returns the enabled principal owning the key given as sshd's %t
 // and %k, or "" when there is none.
 func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, error) {
@@ -192,6 +247,31 @@ func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, erro
 		return "", fmt.Errorf("look up key: %w", err)
 	}
 	return name, nil
+}
+
+// KeysCommand answers sshd's AuthorizedKeysCommand for the key given as
+// %t and %k: its authorized_keys line, or "" when no enabled principal owns
+// it. It reads the key index beside the database at dbPath, and the
+// database itself only where the index cannot answer (missing, say, in a
+// root made before the index existed).
+func KeysCommand(ctx context.Context, c Command, dbPath, typ, blob string) (string, error) {
+	name, err := keyindex.Lookup(keyindex.Path(dbPath), typ, blob)
+	if errors.Is(err, keyindex.ErrUnusable) {
+		name, err = ownerInDB(ctx, dbPath, typ, blob)
+	}
+	if err != nil || name == "" {
+		return "", err
+	}
+	return c.AuthorizedLine(Key{Principal: name, Type: typ, Blob: blob})
+}
+
+func ownerInDB(ctx context.Context, dbPath, typ, blob string) (string, error) {
+	db, err := store.OpenNoMigrate(ctx, dbPath)
+	if err != nil {
+		return "", fault.Default(err, "forge database unavailable")
+	}
+	defer db.Close()
+	return Owner(ctx, db.R(), typ, blob)
 }
 
 // OwnsFingerprint reports whether the key with fingerprint belongs to principal.

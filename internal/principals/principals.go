@@ -81,17 +81,18 @@ func Add(ctx context.Context, db *store.DB, name string, now time.Time) error {
 }
 
 // SetDisabled disables (or enables again) a principal. A disabled principal
-// can do nothing: its keys leave authorized_keys and serve refuses it.
+// can do nothing: its keys leave authorized_keys and the key index, and
+// serve refuses it.
 func SetDisabled(ctx context.Context, db *store.DB, name string, disabled bool) error {
-	return db.Write(ctx, func(tx *sql.Tx) error {
+	return writeKeys(ctx, db, func(tx *sql.Tx) (bool, error) {
 		res, err := tx.ExecContext(ctx, `UPDATE principals SET disabled = ? WHERE name = ?`, disabled, name)
 		if err != nil {
-			return fmt.Errorf("update principal %s: %w", name, err)
+			return false, fmt.Errorf("update principal %s: %w", name, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return noPrincipal(name)
+			return false, noPrincipal(name)
 		}
-		return nil
+		return true, nil
 	})
 }
 

@@ -3,6 +3,7 @@ package principals
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/forge/forgetest"
+	"github.com/collab-forge/collab/internal/keyindex"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -175,4 +177,94 @@ func TestPrincipalsKeysGrants(t *testing.T) {
 	}
 	_, err = RemoveKey(ctx, db, k.Fingerprint)
 	kind(err, fault.NotFound)
+}
+
+// TestKeysCommandIndex follows the key index through every change that
+// decides who may log in, and checks that keys-command answers from it
+// exactly as the database does, falling back to the database when the index
+// cannot answer.
+func TestKeysCommandIndex(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now()
+	cmd := Command{Binary: "/x/collab-hook", Root: "/r"}
+	f1, f2 := strings.Fields(edKey), strings.Fields(edKey2)
+	line := func(name, typ, blob string) string {
+		if name == "" {
+			return ""
+		}
+		return `command="/x/collab-hook --root /r serve --as ` + name + `",restrict ` + typ + " " + blob
+	}
+	check := func(step, want1, want2 string) {
+		t.Helper()
+		for _, c := range []struct{ typ, blob, want string }{{f1[0], f1[1], want1}, {f2[0], f2[1], want2}} {
+			got, err := KeysCommand(ctx, cmd, db.Path(), c.typ, c.blob)
+			if err != nil || got != line(c.want, c.typ, c.blob) {
+				t.Errorf("%s: KeysCommand(%.20s) = %q, %v; want the line of %q", step, c.blob, got, err, c.want)
+			}
+			inDB, err := Owner(ctx, db.R(), c.typ, c.blob)
+			if err != nil || inDB != c.want {
+				t.Errorf("%s: Owner = %q, %v; want %q", step, inDB, err, c.want)
+			}
+		}
+		if _, err := os.Stat(keyindex.Path(db.Path())); err != nil {
+			t.Errorf("%s: no index: %v", step, err)
+		}
+	}
+	if err := Add(ctx, db, "alice", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := Add(ctx, db, "bob", now); err != nil {
+		t.Fatal(err)
+	}
+	// No index yet: the database answers.
+	if got, err := KeysCommand(ctx, cmd, db.Path(), f1[0], f1[1]); err != nil || got != "" {
+		t.Errorf("before any key: %q %v", got, err)
+	}
+	k1, _, err := AddKey(ctx, db, "alice", edKey, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("alice's key added", "alice", "")
+	k2, _, err := AddKey(ctx, db, "bob", edKey2, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("bob's key added", "alice", "bob")
+	if _, _, err := AddKey(ctx, db, "bob", edKey, now); fault.KindOf(err) != fault.Conflict {
+		t.Fatalf("conflicting add: %v", err)
+	}
+	check("refused add", "alice", "bob")
+	if err := SetDisabled(ctx, db, "alice", true); err != nil {
+		t.Fatal(err)
+	}
+	check("alice disabled", "", "bob")
+	if err := SetDisabled(ctx, db, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	check("alice enabled", "alice", "bob")
+	if _, err := RemoveKey(ctx, db, k2.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	check("bob's key removed", "alice", "")
+
+	// A damaged index is not trusted: the database answers.
+	if err := os.WriteFile(keyindex.Path(db.Path()), []byte("ssh-ed25519 "+f2[1]+" mallory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("damaged index", "alice", "")
+	if err := os.Remove(keyindex.Path(db.Path())); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := KeysCommand(ctx, cmd, db.Path(), f1[0], f1[1]); err != nil || got != line("alice", f1[0], f1[1]) {
+		t.Errorf("no index: %q %v", got, err)
+	}
+	if err := WriteKeyIndex(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	check("rewritten", "alice", "")
+	if _, err := RemoveKey(ctx, db, k1.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	check("alice's key removed", "", "")
 }

@@ -1,0 +1,131 @@
+// Package keyindex is the file beside the database that answers sshd's
+// AuthorizedKeysCommand without opening SQLite: one "TYPE BLOB PRINCIPAL"
+// line per key of every enabled principal. sshd runs the command twice per
+// login, and a Go process that opens the database costs several times one
+// that reads a small file.
+//
+// The file is a copy, never the authority: principals rewrites it (write to
+// a temporary file, then rename) inside every transaction that changes a
+// key or a principal's disabled flag, before that transaction commits, so a
+// crash in between leaves it ahead of the database, not behind: a revoked
+// key is already gone from it. serve still checks the principal and, with
+// ExposeAuthInfo, the key against the database at every login. A missing,
+// unreadable or truncated file makes the caller fall back to the database.
+//
+// This package reads and formats the file; it must stay free of SQLite and
+// other heavy packages, as it is on the path of every ssh login.
+package keyindex
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// header and trailer frame the file; a file without both (a crash while it
+// was written, another program's file) is not trusted.
+const (
+	header  = "# collab key index v1: TYPE BLOB PRINCIPAL; written by collab-hook, do not edit\n"
+	trailer = "# end\n"
+)
+
+// ErrUnusable says the index cannot answer: the caller asks the database.
+var ErrUnusable = errors.New("key index unusable")
+
+// Path is the index of the database at dbPath.
+func Path(dbPath string) string { return dbPath + ".keys" }
+
+// Entry is one key of an enabled principal.
+type Entry struct{ Type, Blob, Principal string }
+
+// valid says a field can go into a line and be found again: not empty, no
+// blank or control character (sshd's %t and %k never hold one).
+func valid(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Format renders the whole file.
+func Format(entries []Entry) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, e := range entries {
+		if !valid(e.Type) || !valid(e.Blob) || !valid(e.Principal) {
+			return nil, fmt.Errorf("key index: bad entry %q %q %q", e.Type, e.Blob, e.Principal)
+		}
+		b.WriteString(e.Type + " " + e.Blob + " " + e.Principal + "\n")
+	}
+	b.WriteString(trailer)
+	return b.Bytes(), nil
+}
+
+// Write replaces the file at path with content atomically: a reader sees
+// the old file or the new one, never a part. It syncs before the rename, so
+// a power loss cannot leave a renamed but empty file.
+func Write(path string, content []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
+	if err != nil {
+		return fmt.Errorf("write key index: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after a successful rename there is nothing to remove
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return fmt.Errorf("write key index: %w", err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("write key index: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write key index: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write key index: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write key index: %w", err)
+	}
+	return nil
+}
+
+// Lookup returns the principal owning the key given as sshd's %t and %k,
+// or "" when the index has no such key. It returns ErrUnusable (wrapped)
+// when the file is missing, unreadable or incomplete.
+func Lookup(path, typ, blob string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: %s missing", ErrUnusable, path)
+		}
+		return "", fmt.Errorf("%w: %w", ErrUnusable, err)
+	}
+	if !bytes.HasPrefix(b, []byte(header)) || !bytes.HasSuffix(b, []byte("\n"+trailer)) {
+		return "", fmt.Errorf("%w: %s is incomplete", ErrUnusable, path)
+	}
+	if !valid(typ) || !valid(blob) {
+		return "", nil // no key holds a blank; sshd never sends one
+	}
+	needle := []byte("\n" + typ + " " + blob + " ")
+	i := bytes.Index(b, needle)
+	if i < 0 {
+		return "", nil
+	}
+	rest := b[i+len(needle):]
+	name, _, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok || !valid(string(name)) {
+		return "", fmt.Errorf("%w: %s has a bad line", ErrUnusable, path)
+	}
+	return string(name), nil
+}
