@@ -1,29 +1,48 @@
 #!/usr/bin/env bash
-# Benchmark: the cost collab adds to a push over ssh.
+# Benchmark: the cost collab adds to a push, a clone and a login over ssh.
 #
-# 1. Through one real sshd on 127.0.0.1, interleaved, the same one-commit
-#    branch push into
-#      - a hookless bare repository (the floor: sshd runs git-receive-pack
-#        through the login shell, as for any key without a forced command),
-#      - a collab repository (forced command collab-hook serve, then
-#        receive-pack with collab's hooks),
-#      - gitolite3 from Debian (its own unix user, gitolite-shell),
-#    plus a refs/for push into collab. Goal: collab <= 1.10x hookless, and
-#    faster than gitolite3.
-# 2. Without ssh: a stand-in transport (GIT_SSH_COMMAND) that does what sshd
+# 1. Through one real sshd on 127.0.0.1, interleaved round by round:
+#      - the floor: a hookless bare repository of a plain unix user whose
+#        login shell is /bin/sh (sshd runs git-receive-pack through it, as
+#        for any key without a forced command; root's bash would source
+#        ~/.bashrc and measure that instead);
+#      - collab as deploy/sshd/install.sh deploys it (its own unix user,
+#        AuthorizedKeysCommand collab-hook keys-command, ExposeAuthInfo):
+#        a one-commit branch push, a refs/for push (a new patch each round)
+#        and a clone;
+#      - the same branch push through a plain authorized_keys file (what
+#        collab-hook authorized-keys writes; the sshd of part 2);
+#      - gitolite3 from Debian (its own unix user, gitolite-shell);
+#      - a clone of the hookless repository (the floor for the clone).
+#    For each it prints the median wall time, the ratio to the floor and
+#    the server's CPU (user+sys of sshd and everything it ran) per push.
+#    Goals: branch <= 1.10x, refs/for <= 1.20x, clone <= 1.05x.
+# 2. Key lookup: two more sshd processes with the same configuration but
+#    for the forge user's keys, one with the installed AuthorizedKeysCommand,
+#    the other with a plain authorized_keys file holding the same lines;
+#    interleaved logins running the same verb (whoami). Printed: the
+#    server's CPU per login and the ratio. Goal: <= 1.2x.
+# 3. Without ssh: a stand-in transport (GIT_SSH_COMMAND) that does what sshd
 #    does with the command — sets SSH_ORIGINAL_COMMAND and runs collab-hook
 #    serve as the forced command, or runs the command through sh for the
-#    hookless floor. The difference is what serve and the hooks cost per
-#    push. Goal: <= 15 ms extra for a branch push, <= 30 ms for refs/for.
+#    hookless floor. Goals: branch <= 1.35x, refs/for <= 1.60x.
 #
-#   bench/ssh.sh            (BENCH_N=N rounds, default 21; needs root,
-#                            openssh-server, gitolite3, ./bin from make build)
+# Server CPU is read from a cpuacct cgroup per sshd (or per stand-in
+# target) when cgroup v1's cpuacct is mounted, else from the sshd's reaped
+# children in /proc (10 ms ticks, so only its mean over the rounds means
+# anything). Wall time on a shared machine is noisy; CPU hardly moves.
+#
+#   bench/ssh.sh     BENCH_N=N rounds (default 21); BENCH_TREE=DIR measures
+#                    DIR/bin and DIR/deploy/sshd/install.sh instead of this
+#                    tree's (to compare with an older build); needs root,
+#                    openssh-server, gitolite3, ./bin from make build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-bin=$top/bin
+tree=${BENCH_TREE:-$top}
+bin=$tree/bin
 N=${BENCH_N:-21}
-[ "$(id -u)" = 0 ] || { echo "bench/ssh.sh: needs root (sshd, a gitolite user)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "bench/ssh.sh: needs root (sshd, unix users)" >&2; exit 1; }
 [ -x /usr/sbin/sshd ] || { echo "bench/ssh.sh: openssh-server missing (make deps)" >&2; exit 1; }
 command -v gitolite >/dev/null || { echo "bench/ssh.sh: gitolite3 missing (make deps)" >&2; exit 1; }
 for b in collab-hook collab-web; do [ -x "$bin/$b" ] || { echo "bench/ssh.sh: run make build" >&2; exit 1; }; done
@@ -32,11 +51,17 @@ mkdir -p "$top/bench/out"
 w=$(mktemp -d "$top/bench/out/ssh.XXXXXX")
 chmod 755 "$w"
 pids=()
-made_user=
+made_users=()
+cgroups=()
+du=collabbench-git
+pu=collabbench-plain
+libexec=/usr/local/libexec/$du
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	[ -n "$made_user" ] && userdel -r "$made_user" >/dev/null 2>&1
-	rm -rf "$w"
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	for u in "${made_users[@]}"; do userdel -r "$u" >/dev/null 2>&1 || true; done
+	for g in "${cgroups[@]}"; do rmdir "$g" 2>/dev/null || true; done
+	rm -rf "$w" "$libexec"
 }
 trap cleanup EXIT
 [ -n "${BENCH_DEBUG:-}" ] && set -x
@@ -55,8 +80,38 @@ free_port() {
 	done
 	exit 1
 }
+new_user() {
+	if ! id "$1" >/dev/null 2>&1; then
+		useradd --create-home --shell /bin/sh "$1"
+		made_users+=("$1")
+	fi
+	usermod -p '*' "$1"
+}
 
-# --- the forge and the floor ------------------------------------------------
+# --- server CPU: a cpuacct cgroup per measured process tree ----------------
+cgbase=/sys/fs/cgroup/cpuacct
+cg_new() { # NAME → prints the cgroup dir, or "" without cpuacct
+	local d=$cgbase/collabbench-$$-$1
+	if [ -w "$cgbase" ] && mkdir "$d" 2>/dev/null; then
+		cgroups+=("$d")
+		echo "$d"
+	fi
+}
+cpu_ns() { # CGROUP PID → ns of CPU used so far by the tree
+	if [ -n "$1" ]; then
+		cat "$1/cpuacct.usage"
+	else
+		awk '{ print ($16 + $17) * 10000000 }' "/proc/$2/stat"
+	fi
+}
+wait_idle() { # PID: until the sshd has no connection left
+	for _ in $(seq 1000); do
+		[ -z "$(pgrep -P "$1")" ] && return
+		sleep 0.005
+	done
+}
+
+# --- the forge through an authorized_keys file, and the floor ---------------
 root=$w/root
 hook() { "$bin/collab-hook" --root "$root" "$@"; }
 hook init --url http://bench.test >/dev/null
@@ -64,23 +119,35 @@ hook repo create bench >/dev/null
 hook repo create nohooks >/dev/null
 rm -f "$root"/repos/nohooks.git/hooks/*
 hook user add bench >/dev/null
+git init -q --bare "$w/lplain.git"
+rm -f "$w"/lplain.git/hooks/*.sample
+new_user "$pu"
 git init -q --bare "$w/plain.git"
 rm -f "$w"/plain.git/hooks/*.sample
+chown -R "$pu:" "$w/plain.git"
 
-ssh-keygen -q -t ed25519 -N '' -f "$w/id_collab"
-ssh-keygen -q -t ed25519 -N '' -f "$w/id_plain"
-ssh-keygen -q -t ed25519 -N '' -f "$w/id_gitolite"
-hook key add bench "$(cat "$w/id_collab.pub")" >/dev/null
+for k in collab plain gitolite deploy; do ssh-keygen -q -t ed25519 -N '' -f "$w/id_$k"; done
 hook grant bench bench write >/dev/null
 hook grant bench nohooks write >/dev/null
 
+# --- collab as deploy/sshd/install.sh deploys it ---------------------------
+port=$(free_port)
+new_user "$du"
+droot=$w/droot
+LIBEXEC=$libexec BINDIR=$w/dbin SSHD_DIR=$w/sshd UNIT_DIR=$w/units \
+	"$tree/deploy/sshd/install.sh" --bin "$bin" --user "$du" --root "$droot" \
+	--ssh "ssh://$du@127.0.0.1:$port" --no-start >/dev/null
+dhook() { runuser -u "$du" -- "$libexec/collab-hook" --root "$droot" "$@"; }
+dhook user add bench >/dev/null
+dhook key add bench "$(cat "$w/id_deploy.pub")" >/dev/null
+for r in bench bench2; do
+	dhook repo create "$r" >/dev/null
+	dhook grant bench "$r" write >/dev/null
+done
+
 # --- gitolite3, set up for its own user as RECIPES.md says -----------------
 gl=collabbench-gl
-if ! id "$gl" >/dev/null 2>&1; then
-	useradd --create-home --shell /bin/sh "$gl"
-	made_user=$gl
-fi
-usermod -p '*' "$gl"
+new_user "$gl"
 glhome=$(getent passwd "$gl" | cut -d: -f6)
 cp "$w/id_gitolite.pub" "$glhome/admin.pub"
 chown "$gl:" "$glhome/admin.pub"
@@ -89,138 +156,249 @@ runuser -u "$gl" -- sh -c 'cd && git config --global init.defaultBranch master &
 	gitolite setup -pk admin.pub >/dev/null 2>&1'
 # gitolite's "testing" repository is RW+ for @all.
 
-# --- one sshd for all three ------------------------------------------------
-port=$(free_port)
+# --- one sshd for everything measured in part 1 ----------------------------
 ssh-keygen -q -t ed25519 -N '' -f "$w/hostkey"
-{
-	echo "command=\"$(hook authorized-keys | sed -n 's/^command="\([^"]*\)".*/\1/p' | head -1)\",restrict $(cut -d' ' -f1,2 "$w/id_collab.pub")"
-	echo "$(cut -d' ' -f1,2 "$w/id_plain.pub")"
-} > "$w/root_keys"
-cat > "$w/sshd_config" <<EOT
+cut -d' ' -f1,2 "$w/id_plain.pub" > "$w/plain_keys"
+chmod 644 "$w/plain_keys"
+sshd_config() { # SNIPPET → an sshd_config whose forge user is set up by SNIPPET
+	cat <<EOT
 ListenAddress 127.0.0.1
 HostKey $w/hostkey
-PidFile $w/sshd.pid
+PidFile none
 PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
-AllowUsers root $gl
-PermitRootLogin prohibit-password
+AllowUsers $pu $gl $du
 StrictModes no
 AcceptEnv GIT_PROTOCOL
 ExposeAuthInfo yes
 DisableForwarding yes
 PermitTTY no
-Match User root
-	AuthorizedKeysFile $w/root_keys
+Include $1
+Match User $pu
+	AuthorizedKeysFile $w/plain_keys
 EOT
+}
+sshd_config "$w/sshd/collab.conf" > "$w/sshd_config"
 install -d -m 0755 /run/sshd
-/usr/sbin/sshd -t -f "$w/sshd_config" -p "$port"
-/usr/sbin/sshd -D -e -f "$w/sshd_config" -p "$port" 2> "$w/sshd.log" &
-pids+=($!)
-for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
-echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$w/hostkey.pub")" > "$w/known_hosts"
-for k in collab plain gitolite; do
+start_sshd() { # CONFIG PORT NAME → sets sshd_pid, sshd_cg
+	/usr/sbin/sshd -t -f "$1" -p "$2"
+	sshd_cg=$(cg_new "$3")
+	# The cgroup is joined before exec, so every connection's processes
+	# (and the keys command, the forced command, git, the hooks) count.
+	sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$sshd_cg" \
+		/usr/sbin/sshd -D -e -f "$1" -p "$2" 2> "$w/sshd-$3.log" &
+	sshd_pid=$!
+	pids+=("$sshd_pid")
+	echo "[127.0.0.1]:$2 $(cut -d' ' -f1,2 "$w/hostkey.pub")" >> "$w/known_hosts"
+	for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null && return; sleep 0.05; done
+	echo "bench/ssh.sh: sshd $3 did not start" >&2
+	cat "$w/sshd-$3.log" >&2
+	exit 1
+}
+start_sshd "$w/sshd_config" "$port" main
+main_pid=$sshd_pid main_cg=$sshd_cg
+# Two more, for part 2 (and the authorized_keys row of part 1): the same
+# configuration, one with the installed AuthorizedKeysCommand, the other
+# with a plain file of the same lines in its place.
+dhook authorized-keys > "$w/deploy_keys"
+chmod 644 "$w/deploy_keys"
+sed -e "s|AuthorizedKeysFile none|AuthorizedKeysFile $w/deploy_keys|" -e '/AuthorizedKeysCommand/d' \
+	"$w/sshd/collab.conf" > "$w/collab-file.conf"
+sshd_config "$w/collab-file.conf" > "$w/sshd_config_file"
+kport=$(free_port)
+start_sshd "$w/sshd_config" "$kport" keyscmd
+kc_pid=$sshd_pid kc_cg=$sshd_cg
+fport=$(free_port)
+start_sshd "$w/sshd_config_file" "$fport" keysfile
+kf_pid=$sshd_pid kf_cg=$sshd_cg
+for k in collab plain gitolite deploy; do
 	printf '#!/bin/sh\nexec ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR "$@"\n' \
 		"$w/id_$k" "$w/known_hosts" > "$w/ssh-$k"
 	chmod +x "$w/ssh-$k"
 done
 
 # --- clients: one clone per target, each with a first commit pushed ---------
-declare -A url sshcmd
-url[hookless]="ssh://root@127.0.0.1:$port$w/plain.git";   sshcmd[hookless]=$w/ssh-plain
-url[collab]="ssh://root@127.0.0.1:$port/bench.git";        sshcmd[collab]=$w/ssh-collab
+declare -A url sshcmd opid ocg
+url[hookless]="ssh://$pu@127.0.0.1:$port$w/plain.git";    sshcmd[hookless]=$w/ssh-plain
+url[collab]="ssh://$du@127.0.0.1:$fport/bench2.git";       sshcmd[collab]=$w/ssh-deploy
+url[deploy]="ssh://$du@127.0.0.1:$port/bench.git";         sshcmd[deploy]=$w/ssh-deploy
+url[deploy_for]=${url[deploy]};                            sshcmd[deploy_for]=$w/ssh-deploy
 url[gitolite]="ssh://$gl@127.0.0.1:$port/testing";         sshcmd[gitolite]=$w/ssh-gitolite
-url[collab_for]=${url[collab]};                            sshcmd[collab_for]=$w/ssh-collab
-ref() { case "$1" in collab_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
+url[clone_hookless]=${url[hookless]};                      sshcmd[clone_hookless]=$w/ssh-plain
+url[clone_deploy]=${url[deploy]};                          sshcmd[clone_deploy]=$w/ssh-deploy
+for t in hookless deploy deploy_for gitolite clone_hookless clone_deploy; do opid[$t]=$main_pid ocg[$t]=$main_cg; done
+opid[collab]=$kf_pid ocg[collab]=$kf_cg
+ref() { case "$1" in *_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
 export GIT_SSH_VARIANT=ssh
-for t in hookless collab gitolite; do
+for t in hookless collab deploy gitolite; do
 	git init -q "$w/c-$t"
 	git -C "$w/c-$t" commit -q --allow-empty -m base
 	git -C "$w/c-$t" remote add origin "${url[$t]}"
 	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$w/c-$t" push -q origin "HEAD:$(ref "$t")" 2>/dev/null ||
 		GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$w/c-$t" push -q -f origin "HEAD:$(ref "$t")"
 done
-GIT_SSH_COMMAND=${sshcmd[collab]} git -C "$w/c-collab" fetch -q origin
-cp -r "$w/c-collab" "$w/c-collab_for"
+GIT_SSH_COMMAND=${sshcmd[deploy]} git -C "$w/c-deploy" fetch -q origin
+cp -r "$w/c-deploy" "$w/c-deploy_for"
 
-ms() { echo $(( ($2 - $1) / 1000000 )); }
 now() { date +%s%N; }
-push_once() { # TARGET DIR SSHCMD URL REF → prints ms
-	local t=$1 d=$2 i=$3
-	echo "$t $i" > "$d/f"
-	git -C "$d" add f
-	git -C "$d" commit -q -m "change $i"
-	local a b
+declare -A times cpus
+# run_op TARGET ROUND: one push (or clone) for TARGET through its sshd;
+# appends its wall ms and the sshd's CPU ms to times[TARGET], cpus[TARGET].
+run_op() {
+	local t=$1 i=$2 d=$w/c-$1 a b c0 c1 pid=${opid[$1]} cg=${ocg[$1]}
+	case "$t" in
+	clone_*) rm -rf "$w/clone" ;;
+	*)
+		echo "$t $i" > "$d/f"
+		git -C "$d" add f
+		git -C "$d" commit -q -m "change $i"
+		;;
+	esac
+	wait_idle "$pid"
+	c0=$(cpu_ns "$cg" "$pid")
 	a=$(now)
-	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
+	case "$t" in
+	clone_*) GIT_SSH_COMMAND=${sshcmd[$t]} git clone -q "${url[$t]}" "$w/clone" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
+	*) GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
+	esac
 	b=$(now)
-	ms "$a" "$b"
+	wait_idle "$pid"
+	c1=$(cpu_ns "$cg" "$pid")
+	times[$t]+="$(( (b - a) / 1000 )) "
+	cpus[$t]+="$(( (c1 - c0) / 1000 )) "
 }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-
-echo "bench/ssh.sh: $N interleaved rounds through one sshd on 127.0.0.1:$port"
-declare -A times
-targets=(hookless collab collab_for gitolite)
-for i in $(seq "$N"); do
-	for t in "${targets[@]}"; do
-		times[$t]+="$(push_once "$t" "$w/c-$t" "$i") "
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+mean() { tr ' ' '\n' | grep . | awk '{s+=$1} END {print s/NR}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+msf() { awk -v a="$1" 'BEGIN { printf "%.1f", a / 1000 }'; }
+declare -A med cpu
+summarise() {
+	for t in "$@"; do
+		med[$t]=$(echo "${times[$t]}" | median)
+		if [ -n "$main_cg" ]; then
+			cpu[$t]=$(echo "${cpus[$t]:-0}" | median)
+		else
+			cpu[$t]=$(echo "${cpus[$t]:-0}" | mean)
+		fi
 	done
+}
+row() { # LABEL TARGET FLOOR
+	printf '%-40s %9s %7s %11s %7s\n' "$1" "$(msf "${med[$2]}")" "$(ratio "${med[$2]}" "${med[$3]}")" \
+		"$(msf "${cpu[$2]}")" "$(ratio "${cpu[$2]}" "${cpu[$3]}")"
+}
+header() { printf '%-40s %9s %7s %11s %7s\n' "$1" "wall ms" "ratio" "server cpu" "ratio"; }
+
+cputag="cgroup, median"
+[ -n "$main_cg" ] || cputag="/proc ticks, mean"
+echo "bench/ssh.sh: $N interleaved rounds through one sshd on 127.0.0.1:$port (${tree}); medians, server CPU per op ($cputag)"
+targets=(hookless deploy deploy_for collab gitolite clone_hookless clone_deploy)
+for i in $(seq "$N"); do
+	for t in "${targets[@]}"; do run_op "$t" "$i"; done
 	printf '.' >&2
 done
 echo >&2
+summarise "${targets[@]}"
+header "over ssh (one commit)"
+row "hookless bare repository" hookless hookless
+row "collab deployed, branch push" deploy hookless
+row "collab deployed, refs/for push" deploy_for hookless
+row "collab via authorized_keys, branch push" collab hookless
+row "gitolite3 (Debian), branch push" gitolite hookless
+row "clone, hookless" clone_hookless clone_hookless
+row "clone, collab deployed" clone_deploy clone_hookless
+echo "goals: branch <= 1.10x ($(ratio "${med[deploy]}" "${med[hookless]}")), refs/for <= 1.20x ($(ratio "${med[deploy_for]}" "${med[hookless]}")), clone <= 1.05x ($(ratio "${med[clone_deploy]}" "${med[clone_hookless]}"))"
 
-declare -A med
-for t in "${targets[@]}"; do med[$t]=$(echo "${times[$t]}" | tr ' ' '\n' | grep . | median); done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-printf '%-34s %10s %8s\n' "push over ssh (one commit)" "median ms" "ratio"
-printf '%-34s %10s %8s\n' "hookless bare repository" "${med[hookless]}" "1.00"
-printf '%-34s %10s %8s\n' "collab, branch push" "${med[collab]}" "$(ratio "${med[collab]}" "${med[hookless]}")"
-printf '%-34s %10s %8s\n' "collab, refs/for push (new patch)" "${med[collab_for]}" "$(ratio "${med[collab_for]}" "${med[hookless]}")"
-printf '%-34s %10s %8s\n' "gitolite3 (Debian)" "${med[gitolite]}" "$(ratio "${med[gitolite]}" "${med[hookless]}")"
-echo "goal: collab branch push <= 1.10x hookless ($(ratio "${med[collab]}" "${med[hookless]}")x) and faster than gitolite3 ($(ratio "${med[collab]}" "${med[gitolite]}")x of it)"
+# --- 2. key lookup at login: AuthorizedKeysCommand vs a plain file ---------
+# Same configuration, same forced command line; only where sshd finds it.
+login() { # TARGET PID CG PORT
+	local a b c0 c1 out
+	wait_idle "$2"
+	c0=$(cpu_ns "$3" "$2")
+	a=$(now)
+	out=$("$w/ssh-deploy" -p "$4" "$du@127.0.0.1" whoami 2>&1) || { echo "login $1: $out" >&2; exit 1; }
+	b=$(now)
+	wait_idle "$2"
+	c1=$(cpu_ns "$3" "$2")
+	times[$1]+="$(( (b - a) / 1000 )) "
+	cpus[$1]+="$(( (c1 - c0) / 1000 )) "
+}
+for i in $(seq "$N"); do
+	if [ $((i % 2)) = 0 ]; then
+		login keysfile "$kf_pid" "$kf_cg" "$fport"; login keyscmd "$kc_pid" "$kc_cg" "$kport"
+	else
+		login keyscmd "$kc_pid" "$kc_cg" "$kport"; login keysfile "$kf_pid" "$kf_cg" "$fport"
+	fi
+	printf '.' >&2
+done
+echo >&2
+summarise keysfile keyscmd
+header "login (ssh whoami)"
+row "plain authorized_keys file" keysfile keysfile
+row "AuthorizedKeysCommand (deployed)" keyscmd keysfile
+echo "goal: key lookup <= 1.2x the CPU of a plain file ($(ratio "${cpu[keyscmd]}" "${cpu[keysfile]}")x; $(awk -v a="${cpu[keyscmd]}" -v b="${cpu[keysfile]}" 'BEGIN { printf "%+.1f", (a - b) / 1000 }') ms per login)"
 
-# --- 2. per-push cost without ssh -------------------------------------------
+# --- 3. per-push cost without ssh -------------------------------------------
 # The stand-in does what sshd does with the client's command: for the
 # collab key, SSH_ORIGINAL_COMMAND and the forced command; for the floor,
-# the command through sh.
-cat > "$w/fake-collab" <<EOT
-#!/bin/sh
-for last; do :; done
-SSH_ORIGINAL_COMMAND=\$last exec $bin/collab-hook --root $root serve --as bench
-EOT
-cat > "$w/fake-plain" <<'EOT'
-#!/bin/sh
-for last; do :; done
-exec sh -c "$last"
-EOT
-chmod +x "$w/fake-collab" "$w/fake-plain"
-url[l_hookless]="ssh://local$w/plain.git";  sshcmd[l_hookless]=$w/fake-plain
-url[l_collab]="ssh://local/bench.git";      sshcmd[l_collab]=$w/fake-collab
-url[l_collab_for]="ssh://local/bench.git";  sshcmd[l_collab_for]=$w/fake-collab
-url[l_serve]="ssh://local/nohooks.git";     sshcmd[l_serve]=$w/fake-collab
-ref() { case "$1" in collab_for|l_collab_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
+# the command through sh. Each target's processes run in its own cgroup.
+standin() { # TARGET COMMAND: a transport script for TARGET
+	local t=$1 g
+	g=$(cg_new "$t")
+	{
+		echo '#!/bin/sh'
+		[ -n "$g" ] && echo "echo \$\$ > $g/cgroup.procs"
+		echo 'for last; do :; done'
+		echo "$2"
+	} > "$w/fake-$t"
+	chmod +x "$w/fake-$t"
+	[ -n "$g" ] && echo "$g" > "$w/cg-$t"
+	true
+}
+url[l_hookless]="ssh://local$w/lplain.git"
+url[l_collab]="ssh://local/bench.git"
+url[l_collab_for]="ssh://local/bench.git"
+url[l_serve]="ssh://local/nohooks.git"
 for t in l_hookless l_collab l_collab_for l_serve; do
-	src=${t#l_}
-	[ "$src" = serve ] && src=hookless
+	case "$t" in
+	l_hookless) standin "$t" 'exec sh -c "$last"' ;;
+	*) standin "$t" "SSH_ORIGINAL_COMMAND=\$last exec $bin/collab-hook --root $root serve --as bench" ;;
+	esac
+	sshcmd[$t]=$w/fake-$t
+done
+for t in l_hookless l_collab l_collab_for l_serve; do
+	case "$t" in l_hookless | l_serve) src=hookless ;; *) src=collab ;; esac
 	cp -r "$w/c-$src" "$w/c-$t"
 	git -C "$w/c-$t" remote set-url origin "${url[$t]}"
 	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$w/c-$t" fetch -q origin
 	git -C "$w/c-$t" reset -q --hard origin/main 2>/dev/null || true
 done
+local_op() {
+	local t=$1 i=$2 d=$w/c-$1 a b c0=0 c1=0 g=
+	[ -f "$w/cg-$t" ] && g=$(cat "$w/cg-$t")
+	echo "$t $i" > "$d/f"
+	git -C "$d" add f
+	git -C "$d" commit -q -m "change $i"
+	[ -n "$g" ] && c0=$(cat "$g/cpuacct.usage")
+	a=$(now)
+	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
+	b=$(now)
+	[ -n "$g" ] && c1=$(cat "$g/cpuacct.usage")
+	times[$t]+="$(( (b - a) / 1000 )) "
+	cpus[$t]+="$(( (c1 - c0) / 1000 )) "
+}
+ref() { case "$1" in *_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
 ltargets=(l_hookless l_serve l_collab l_collab_for)
 for i in $(seq "$N"); do
-	for t in "${ltargets[@]}"; do
-		times[$t]+="$(push_once "$t" "$w/c-$t" "x$i") "
-	done
+	for t in "${ltargets[@]}"; do local_op "$t" "x$i"; done
 	printf '.' >&2
 done
 echo >&2
-for t in "${ltargets[@]}"; do med[$t]=$(echo "${times[$t]}" | tr ' ' '\n' | grep . | median); done
-extra() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f", a - b }'; }
-printf '%-34s %10s %8s\n' "push without ssh (stand-in)" "median ms" "extra ms"
-printf '%-34s %10s %8s\n' "hookless git-receive-pack" "${med[l_hookless]}" "0"
-printf '%-34s %10s %8s\n' "collab serve alone (hooks removed)" "${med[l_serve]}" "$(extra "${med[l_serve]}" "${med[l_hookless]}")"
-printf '%-34s %10s %8s\n' "collab serve + hooks, branch" "${med[l_collab]}" "$(extra "${med[l_collab]}" "${med[l_hookless]}")"
-printf '%-34s %10s %8s\n' "collab serve + hooks, refs/for" "${med[l_collab_for]}" "$(extra "${med[l_collab_for]}" "${med[l_hookless]}")"
-echo "goal: <= 15 ms extra for a branch push, <= 30 ms for refs/for"
+summarise "${ltargets[@]}"
+header "without ssh (stand-in transport)"
+row "hookless git-receive-pack" l_hookless l_hookless
+row "collab serve alone (hooks removed)" l_serve l_hookless
+row "collab serve + hooks, branch" l_collab l_hookless
+row "collab serve + hooks, refs/for" l_collab_for l_hookless
+echo "goals: branch <= 1.35x ($(ratio "${med[l_collab]}" "${med[l_hookless]}")), refs/for <= 1.60x ($(ratio "${med[l_collab_for]}" "${med[l_hookless]}"))"
