@@ -39,11 +39,15 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 41, "rounds per kind of push")
-	deployed := flag.Bool("deployed", false, "also run with the database held open, as collab-web holds it")
-	bin := flag.String("bin", "", "collab-hook binary to measure (default: build it)")
+	var o options
+	flag.IntVar(&o.n, "n", 41, "rounds per kind of push")
+	flag.BoolVar(&o.deployed, "deployed", false, "also run with the database held open, as collab-web holds it")
+	flag.StringVar(&o.bin, "bin", "", "collab-hook binary to measure (default: build it)")
+	flag.BoolVar(&o.startup, "startup", true, "measure process start-up against an empty static Go binary")
+	flag.IntVar(&o.refs, "refs", 10000, "revision refs for the loose-vs-packed connectivity check (0: skip)")
+	flag.BoolVar(&o.breakdown, "breakdown", true, "print the per-process CPU of a branch and a refs/for push through serve (root, perf)")
 	flag.Parse()
-	if err := run(*n, *deployed, *bin); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/push:", err)
 		os.Exit(1)
 	}
@@ -51,7 +55,15 @@ func main() {
 
 type sample struct{ wall, cpu time.Duration }
 
-func run(n int, deployed bool, prebuilt string) error {
+type options struct {
+	n                            int
+	deployed, startup, breakdown bool
+	bin                          string
+	refs                         int
+}
+
+func run(o options) error {
+	n, deployed, prebuilt := o.n, o.deployed, o.bin
 	top, err := os.Getwd()
 	if err != nil {
 		return err
@@ -232,6 +244,34 @@ func run(n int, deployed bool, prebuilt string) error {
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	fmt.Printf("collab-hook hook post-receive: peak RSS %d KiB\n", ru.Maxrss)
+
+	var more []string
+	if o.startup {
+		l, err := startup(w, bin, root, collab, env, n)
+		if err != nil {
+			return fmt.Errorf("start-up: %w", err)
+		}
+		more = append(more, l...)
+	}
+	if o.breakdown {
+		l, err := breakdown(w, work, bin, root, env,
+			map[string]string{"branch": "HEAD:refs/heads/main", "refs/for": "HEAD:refs/for/main"},
+			map[string][]string{"branch": {"checkout -q main"}, "refs/for": {"checkout -q review"}})
+		if err != nil {
+			return fmt.Errorf("breakdown: %w", err)
+		}
+		more = append(more, l...)
+	}
+	if o.refs > 0 {
+		l, err := looseRefs(w, env, o.refs, min(n, 21))
+		if err != nil {
+			return fmt.Errorf("loose refs: %w", err)
+		}
+		more = append(more, l...)
+	}
+	for _, l := range more {
+		fmt.Println(l)
+	}
 	return nil
 }
 

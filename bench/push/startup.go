@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/hookenv"
+)
+
+// startup measures what starting collab-hook costs next to an empty
+// static Go binary (package main; func main() {}), interleaved, n rounds:
+// a post-receive with nothing to do (a refs/for push's), a pre-receive of
+// one branch update that serve's stamp covers (its whole work: no
+// database), keys-command (its whole work: the key index), and serve
+// refusing a malformed principal before it opens anything. Goal: <= 1.5x.
+// It also prints collab-hook's package inits (GODEBUG=inittrace=1).
+func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
+	empty := filepath.Join(w, "empty")
+	src := filepath.Join(w, "empty.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		return nil, err
+	}
+	build := exec.Command("go", "build", "-o", empty, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build empty: %v: %s", err, out)
+	}
+	keyFile := filepath.Join(w, "id_startup")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", keyFile).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ssh-keygen: %v: %s", err, out)
+	}
+	pub, err := os.ReadFile(keyFile + ".pub")
+	if err != nil {
+		return nil, err
+	}
+	for _, args := range [][]string{{"user", "add", "startup"}, {"key", "add", "startup", keyFile + ".pub"}} {
+		if out, err := exec.Command(bin, append([]string{"--root", root}, args...)...).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	key := strings.Fields(string(pub))
+	head, err := exec.Command("git", "--git-dir", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return nil, fmt.Errorf("rev-parse: %w", err)
+	}
+	oid := strings.TrimSpace(string(head))
+	type proc struct {
+		name  string
+		args  []string
+		stdin string
+		env   func() []string
+	}
+	base := append(env, "GIT_DIR="+repo)
+	procs := []proc{
+		{"empty static Go binary", []string{empty}, "", nil},
+		{"hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil},
+		{"hook pre-receive, stamped branch push", []string{bin, "--root", root, "hook", "pre-receive"},
+			oid + " " + oid + " refs/heads/startup\n", func() []string {
+				h := hookenv.Handoff{Principal: "startup", Root: root, Checked: hookenv.Check{Level: access.Write, Repo: "demo.git", At: time.Now()}}
+				return append(base, h.Encode()...)
+			}},
+		{"keys-command (key index)", []string{bin, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil},
+		{"serve refusing a bad principal", []string{bin, "--root", root, "serve", "--as", "Bad"}, "", func() []string {
+			return append(base, "SSH_ORIGINAL_COMMAND=whoami")
+		}},
+	}
+	samples := make([][]sample, len(procs))
+	for i := 0; i < n; i++ {
+		for j := range procs {
+			k := (i + j) % len(procs) // rotate who goes first
+			p := procs[k]
+			cmd := exec.Command(p.args[0], p.args[1:]...)
+			cmd.Dir = repo
+			cmd.Env = base
+			if p.env != nil {
+				cmd.Env = p.env()
+			}
+			cmd.Stdin = strings.NewReader(p.stdin)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			t0 := time.Now()
+			err := cmd.Run()
+			wall := time.Since(t0)
+			if err != nil && k != len(procs)-1 { // serve is meant to refuse
+				return nil, fmt.Errorf("%s: %v: %s", p.name, err, out.String())
+			}
+			if k == 3 && !strings.Contains(out.String(), "serve --as startup") {
+				return nil, fmt.Errorf("keys-command printed %q", out.String())
+			}
+			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			samples[k] = append(samples[k], sample{wall, time.Duration(ru.Utime.Nano() + ru.Stime.Nano())})
+		}
+	}
+	lines := []string{fmt.Sprintf("process start-up, %d interleaved rounds, medians   wall ms  ratio |  cpu ms  ratio | goal <= 1.5x", n)}
+	ew, ec := median(samples[0], false), median(samples[0], true)
+	for k, p := range procs {
+		wv, cv := median(samples[k], false), median(samples[k], true)
+		lines = append(lines, fmt.Sprintf("  %-40s %8.2f  %5.2fx | %7.2f  %5.2fx", p.name, ms(wv), float64(wv)/float64(ew), ms(cv), float64(cv)/float64(ec)))
+	}
+	// Package inits of one run.
+	cmd := exec.Command(bin, "--root", root, "hook", "post-receive")
+	cmd.Dir, cmd.Env = repo, append(base, "GODEBUG=inittrace=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("inittrace: %v: %s", err, errb.String())
+	}
+	count, clock, heavy := 0, 0.0, []string{}
+	for _, l := range strings.Split(errb.String(), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || f[0] != "init" {
+			continue
+		}
+		count++
+		v, _ := strconv.ParseFloat(f[4], 64)
+		clock += v
+		if v >= 0.02 {
+			heavy = append(heavy, fmt.Sprintf("%s %.3f", f[1], v))
+		}
+	}
+	lines = append(lines, fmt.Sprintf("  collab-hook package inits: %d, %.2f ms (>= 0.02 ms: %s)", count, clock, strings.Join(heavy, ", ")))
+	return lines, nil
+}
