@@ -9,10 +9,17 @@ import _ "embed"
 //go:embed schema.sql
 var Schema string
 
-// HookShim is the template of every repository hook: hooks/shim.
+// HookShim is the template of the pre-receive and proc-receive hooks:
+// hooks/shim.
 //
 //go:embed hooks/shim
 var HookShim string
+
+// PostReceiveShim is the template of the post-receive hook, which starts
+// collab-hook only for pushes that update a branch: hooks/post-receive.
+//
+//go:embed hooks/post-receive
+var PostReceiveShim string
 
 // CommitMsgHook is the client hook that stamps Patch: trailers.
 //

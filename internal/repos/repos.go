@@ -144,9 +144,13 @@ func Config() [][2]string { return append([][2]string(nil), gitConfig...) }
 // ShimMode is a hook shim's mode: git runs it as the forge's user.
 const ShimMode = 0o750
 
-// Shim is the text of hook h: exec BINARY --root ROOT hook H.
+// Shim is the text of hook h: exec BINARY --root ROOT hook H; for
+// post-receive only when the push updates a branch.
 func Shim(binary, rootDir, hook string) string {
 	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook)
+	if hook == "post-receive" {
+		return r.Replace(collab.PostReceiveShim)
+	}
 	return r.Replace(collab.HookShim)
 }
 
