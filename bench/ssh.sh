@@ -7,7 +7,8 @@
 #        for any key without a forced command; root's bash would source
 #        ~/.bashrc and measure that instead);
 #      - collab as deploy/sshd/install.sh deploys it (its own unix user,
-#        AuthorizedKeysCommand collab-hook keys-command, ExposeAuthInfo):
+#        AuthorizedKeysCommand collab-hook keys-command, ExposeAuthInfo,
+#        collab-web running beside it as its unit would):
 #        a one-commit branch push, a refs/for push (a new patch each round)
 #        and a clone;
 #      - the same branch push through a plain authorized_keys file (what
@@ -144,6 +145,22 @@ for r in bench bench2; do
 	dhook repo create "$r" >/dev/null
 	dhook grant bench "$r" write >/dev/null
 done
+
+# collab-web runs beside both forges, as the systemd unit install.sh writes
+# runs it: it holds the database open (so a hook's close is not the last
+# one, which would checkpoint the WAL) and packs loose refs/collab refs.
+start_web() { # USER ROOT COLLAB-WEB
+	local p
+	p=$(free_port)
+	setpriv --reuid="$1" --regid="$1" --init-groups -- "$3" --root "$2" --listen "127.0.0.1:$p" 2>"$w/web-$1.log" &
+	pids+=($!)
+	for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && return; sleep 0.05; done
+	echo "bench/ssh.sh: collab-web did not start" >&2
+	cat "$w/web-$1.log" >&2
+	exit 1
+}
+start_web "$du" "$droot" "$libexec/collab-web"
+start_web root "$root" "$bin/collab-web"
 
 # --- gitolite3, set up for its own user as RECIPES.md says -----------------
 gl=collabbench-gl
@@ -309,6 +326,24 @@ row "gitolite3 (Debian), branch push" gitolite hookless
 row "clone, hookless" clone_hookless clone_hookless
 row "clone, collab deployed" clone_deploy clone_hookless
 echo "goals: branch <= 1.10x ($(ratio "${med[deploy]}" "${med[hookless]}")), refs/for <= 1.20x ($(ratio "${med[deploy_for]}" "${med[hookless]}")), clone <= 1.05x ($(ratio "${med[clone_deploy]}" "${med[clone_hookless]}"))"
+
+# Where the server's CPU goes in one push of each kind (perf sched over the
+# whole machine, then the processes under the sshd; BENCH_BREAKDOWN=0 skips).
+if [ "${BENCH_BREAKDOWN:-1}" = 1 ] && command -v perf >/dev/null; then
+	go build -o "$w/benchpush" ./bench/push
+	for t in hookless deploy deploy_for; do
+		d=$w/c-$t
+		echo "$t breakdown" > "$d/f"
+		git -C "$d" add f
+		git -C "$d" commit -q -m "breakdown"
+		wait_idle "$main_pid"
+		GIT_SSH_COMMAND=${sshcmd[$t]} perf sched record -q -o "$w/sched.data" -- \
+			git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
+		wait_idle "$main_pid"
+		echo "server CPU of one push, $t (perf sched; the sshd's processes, depth first):"
+		"$w/benchpush" -tree "$w/sched.data:$main_pid" | sed 1d
+	done
+fi
 
 # --- 2. key lookup at login: AuthorizedKeysCommand vs a plain file ---------
 # Same configuration, same forced command line; only where sshd finds it.

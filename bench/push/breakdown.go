@@ -61,9 +61,16 @@ func breakdown(w, work, bin, root string, env []string, refspecs map[string]stri
 		if err != nil {
 			return nil, fmt.Errorf("perf sched timehist: %w", err)
 		}
+		if d := os.Getenv("BENCH_TIMEHIST"); d != "" {
+			_ = os.WriteFile(d+"."+strings.ReplaceAll(kind, "/", "_"), out, 0o644)
+		}
 		procs := parseTimehist(out)
 		lines = append(lines, fmt.Sprintf("per-process CPU of one %s push through serve (perf sched; pid order; threads summed):", kind))
-		lines = append(lines, tree(procs)...)
+		hooks := []string{"pre-receive", "post-receive"}
+		if kind == "refs/for" {
+			hooks = []string{"pre-receive", "proc-receive", "post-receive"}
+		}
+		lines = append(lines, tree(procs, hooks, 0)...)
 	}
 	return lines, nil
 }
@@ -72,14 +79,18 @@ type task struct {
 	comm      string
 	pid, ppid int
 	run       float64 // ms
+	kids      []*task
 }
 
 var taskRE = regexp.MustCompile(`^\s*(\S.*)\[(\d+)(?:/(\d+))?\]\s+(-?\d+)\s+(\d+)\s+([\d.]+)`)
 
 // parseTimehist reads perf sched timehist -s: "comm[tid/pid] ppid count
-// run-time …" rows, with threads folded into their process.
+// run-time …" rows, with threads folded into their process. A process that
+// a Go thread forked names that thread as its parent: the thread's process
+// is meant.
 func parseTimehist(out []byte) map[int]*task {
 	procs := map[int]*task{}
+	owner := map[int]int{} // tid → pid
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		m := taskRE.FindStringSubmatch(sc.Text())
@@ -91,6 +102,7 @@ func parseTimehist(out []byte) map[int]*task {
 		if m[3] != "" {
 			pid, _ = strconv.Atoi(m[3])
 		}
+		owner[tid] = pid
 		ppid, _ := strconv.Atoi(m[4])
 		run, _ := strconv.ParseFloat(m[6], 64)
 		t := procs[pid]
@@ -103,43 +115,86 @@ func parseTimehist(out []byte) map[int]*task {
 		}
 		t.run += run
 	}
+	for _, t := range procs {
+		if p, ok := owner[t.ppid]; ok {
+			t.ppid = p
+		}
+	}
 	return procs
 }
 
-// tree lists the descendants of the process perf started, by pid.
-func tree(procs map[int]*task) []string {
-	var top *task
+// tree lists the processes of the push perf started, depth first in the
+// order they started, naming serve and the hooks (hooks: the hook names in
+// the order git runs them for this push).
+func tree(procs map[int]*task, hooks []string, rootPID int) []string {
+	top := procs[rootPID]
 	for _, t := range procs {
-		if p := procs[t.ppid]; p != nil && p.comm == "perf" && t.comm != "perf" {
+		if p := procs[t.ppid]; top == nil && p != nil && p.comm == "perf" && t.comm != "perf" {
 			top = t
 		}
 	}
 	if top == nil {
 		return []string{"  (perf recorded no push)"}
 	}
-	depth := map[int]int{top.pid: 0}
-	var mine []*task
-	var total float64
-	for changed := true; changed; {
-		changed = false
-		for _, t := range procs {
-			if _, seen := depth[t.pid]; seen {
-				continue
-			}
-			if d, ok := depth[t.ppid]; ok {
-				depth[t.pid] = d + 1
-				changed = true
+	for _, t := range procs {
+		if p := procs[t.ppid]; p != nil && t != p {
+			p.kids = append(p.kids, t)
+		}
+	}
+	for _, t := range procs {
+		sort.Slice(t.kids, func(i, j int) bool { return t.kids[i].pid < t.kids[j].pid })
+	}
+	label := map[*task]string{top: "git push (client)"}
+	if rootPID != 0 {
+		label[top] = top.comm
+	}
+	for _, k := range top.kids {
+		if rootPID != 0 {
+			break // an sshd's tree: plain names
+		}
+		if len(k.kids) == 0 {
+			label[k] = k.comm + " (client side)"
+			continue
+		}
+		label[k] = "serve, then git receive-pack"
+		i := 0
+		for _, h := range k.kids {
+			if (h.comm == "collab-hook" || strings.HasSuffix(h.comm, "-receive")) && i < len(hooks) {
+				label[h] = hooks[i]
+				if h.comm != "collab-hook" {
+					label[h] += " (shim only)"
+				}
+				i++
 			}
 		}
 	}
-	for pid := range depth {
-		mine = append(mine, procs[pid])
-	}
-	sort.Slice(mine, func(i, j int) bool { return mine[i].pid < mine[j].pid })
 	var out []string
-	for _, t := range mine {
+	var total float64
+	var walk func(t *task, depth int)
+	walk = func(t *task, depth int) {
 		total += t.run
-		out = append(out, fmt.Sprintf("  %s%-18s %7.2f ms", strings.Repeat("  ", depth[t.pid]), t.comm, t.run))
+		name := label[t]
+		if name == "" {
+			name = t.comm
+		}
+		out = append(out, fmt.Sprintf("  %-44s %7.2f ms", strings.Repeat("  ", depth)+name, t.run))
+		for _, k := range t.kids {
+			walk(k, depth+1)
+		}
 	}
-	return append(out, fmt.Sprintf("  total %.2f ms CPU", total))
+	walk(top, 0)
+	return append(out, fmt.Sprintf("  %-44s %7.2f ms", "total", total))
+}
+
+// printTree prints the processes under pid recorded in a perf sched file
+// (bench/ssh.sh: everything one sshd ran for one push).
+func printTree(data string, pid int) error {
+	out, err := exec.Command("perf", "sched", "timehist", "-i", data, "-s").Output()
+	if err != nil {
+		return fmt.Errorf("perf sched timehist: %w", err)
+	}
+	for _, l := range tree(parseTimehist(out), nil, pid) {
+		fmt.Println(l)
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,7 +47,20 @@ func main() {
 	flag.BoolVar(&o.startup, "startup", true, "measure process start-up against an empty static Go binary")
 	flag.IntVar(&o.refs, "refs", 10000, "revision refs for the loose-vs-packed connectivity check (0: skip)")
 	flag.BoolVar(&o.breakdown, "breakdown", true, "print the per-process CPU of a branch and a refs/for push through serve (root, perf)")
+	treeOf := flag.String("tree", "", "FILE:PID: print the CPU of the processes under PID in perf sched data FILE, and exit")
 	flag.Parse()
+	if *treeOf != "" {
+		file, pid, _ := strings.Cut(*treeOf, ":")
+		n, err := strconv.Atoi(pid)
+		if err == nil {
+			err = printTree(file, n)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/push:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/push:", err)
 		os.Exit(1)

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Every ssh login runs collab-hook twice (keys-command) and every push
+// three to five times (serve, the hooks), so everything it links costs
+// start-up time: package inits and the pages they touch (bench/push prints
+// the figures). These tests keep what it links in check.
+
+// forbidden are packages collab-hook must never link: the web stack (for
+// collab-web alone), and urfave/cli's man-page generator (left out by the
+// urfave_cli_no_docs tag the Makefile builds with).
+var forbidden = []string{
+	"net/http",
+	"html/template",
+	"crypto/tls",
+	"github.com/collab-forge/collab/internal/web",
+	"github.com/collab-forge/collab/internal/webhook",
+	"github.com/collab-forge/collab/internal/markdown",
+	"github.com/cpuguy83/go-md2man/v2/md2man",
+	"github.com/russross/blackfriday/v2",
+	"github.com/chromedp/chromedp",
+}
+
+func TestLinksNothingHeavy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-tags", "urfave_cli_no_docs", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		deps[p] = true
+	}
+	for _, p := range forbidden {
+		if deps[p] {
+			t.Errorf("collab-hook links %s (go mod why -m, or go list -deps, says through what)", p)
+		}
+	}
+}
+
+// initBudget bounds the package inits a start of collab-hook runs and the
+// bytes they allocate (GODEBUG=inittrace=1; both are counts, not times,
+// so the test does not depend on the machine). Raise it only with a
+// bench/push start-up figure that shows what the new package costs.
+const (
+	initBudget      = 90
+	initBytesBudget = 80 << 10
+)
+
+func TestInitBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook")
+	}
+	bin := filepath.Join(t.TempDir(), "collab-hook")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(bin, "--root", root, "keys-command", "git", "ssh-ed25519", "AAAA")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	_ = cmd.Run() // no database: it refuses; the inits have run
+	inits, allocated := 0, 0
+	var heavy []string
+	for _, l := range strings.Split(errb.String(), "\n") {
+		f := strings.Fields(l)
+		// init PKG @T ms, C ms clock, B bytes, A allocs
+		if len(f) < 9 || f[0] != "init" {
+			continue
+		}
+		inits++
+		b, _ := strconv.Atoi(f[7])
+		allocated += b
+		if b >= 2048 {
+			heavy = append(heavy, f[1]+" "+f[7])
+		}
+	}
+	if inits == 0 {
+		t.Fatalf("no inittrace output:\n%s", errb.String())
+	}
+	t.Logf("%d package inits, %d bytes allocated (>= 2 KiB: %s)", inits, allocated, strings.Join(heavy, ", "))
+	if inits > initBudget {
+		t.Errorf("%d package inits at start-up, budget %d", inits, initBudget)
+	}
+	if allocated > initBytesBudget {
+		t.Errorf("package inits allocate %d bytes, budget %d (>= 2 KiB: %s)", allocated, initBytesBudget, strings.Join(heavy, ", "))
+	}
+}
