@@ -629,6 +629,15 @@ func TestDeployInstall(t *testing.T) {
 	hook("key", "add", "alice", key+".pub")
 	hook("repo", "create", "demo")
 	hook("grant", "alice", "demo", "write")
+	// keys-command reads the key index, written by the forge's user.
+	if b, err := os.ReadFile(filepath.Join(root, "collab.db.keys")); err != nil || !strings.Contains(string(b), " alice\n") {
+		t.Errorf("key index: %v\n%s", err, b)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "collab.db.keys")); err == nil {
+		if owner := run("id", "-u", user); strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != strings.TrimSpace(owner) {
+			t.Errorf("key index owned by uid %d, want %s's", fi.Sys().(*syscall.Stat_t).Uid, user)
+		}
+	}
 
 	// An sshd with the installed snippet, as /etc/ssh/sshd_config would
 	// include it.

@@ -86,8 +86,10 @@ for b in collab-hook collab-web; do
 done
 say "installed $LIBEXEC/collab-hook and collab-web (linked from $BINDIR)"
 
-# 4. The root, owned by the forge's user; init is safe to run again, fsck
-#    rewrites the hook shims with the installed binary's path.
+# 4. The root, owned by the forge's user; init is safe to run again and
+#    writes the key index that keys-command reads at every login (so an
+#    upgrade from a version without it gets one); fsck rewrites the hook
+#    shims with the installed binary's path, and the git configuration.
 install -d -o "$user" -g "$user" -m 0750 "$root"
 as_user() { runuser -u "$user" -- "$@"; }
 set -- --root "$root" init
