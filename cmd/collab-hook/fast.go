@@ -15,16 +15,43 @@ import (
 // --root and --url before the command; anything else, help included, goes
 // through the full parser (ok false), which gives the same result slower.
 func fast(ctx context.Context, args []string) (code int, ok bool) {
-	g := globals{root: os.Getenv("COLLAB_ROOT"), url: os.Getenv("COLLAB_URL")}
-	if g.root == "" {
-		g.root = forge.DefaultDir
+	c, ok := parseFast(args, os.LookupEnv)
+	if !ok {
+		return 0, false
 	}
+	switch c.cmd {
+	case "hook":
+		return report(runHook(ctx, c.g, c.args[0])), true
+	case "serve":
+		return report(runServe(ctx, c.g, c.args[0])), true
+	default: // keys-command
+		return report(runKeysCommand(ctx, c.g, c.args[0], c.args[1], os.Stdout)), true
+	}
+}
+
+// fastCall is a command fast runs: hook NAME, serve --as NAME (args:
+// NAME), keys-command USER TYPE KEY (args: TYPE KEY).
+type fastCall struct {
+	g    globals
+	cmd  string
+	args []string
+}
+
+// parseFast recognises the shapes fast runs, reading the globals as
+// urfave/cli does: a flag wins over its variable, a variable that is set
+// (even empty) over the default.
+func parseFast(args []string, lookup func(string) (string, bool)) (fastCall, bool) {
+	g := globals{root: forge.DefaultDir}
+	if v, ok := lookup("COLLAB_ROOT"); ok {
+		g.root = v
+	}
+	g.url, _ = lookup("COLLAB_URL")
 	rest := args[1:]
 	for len(rest) > 0 && strings.HasPrefix(rest[0], "--") {
 		name, value, eq := strings.Cut(rest[0][2:], "=")
 		if !eq {
 			if len(rest) < 2 {
-				return 0, false
+				return fastCall{}, false
 			}
 			value, rest = rest[1], rest[1:]
 		}
@@ -35,18 +62,18 @@ func fast(ctx context.Context, args []string) (code int, ok bool) {
 		case "url":
 			g.url = value
 		default:
-			return 0, false
+			return fastCall{}, false
 		}
 	}
 	switch {
 	case len(rest) == 2 && rest[0] == "hook" && isHook(rest[1]):
-		return report(runHook(ctx, g, rest[1])), true
+		return fastCall{g, "hook", rest[1:]}, true
 	case len(rest) == 3 && rest[0] == "serve" && rest[1] == "--as" && rest[2] != "" && !strings.HasPrefix(rest[2], "-"):
-		return report(runServe(ctx, g, rest[2])), true
+		return fastCall{g, "serve", rest[2:]}, true
 	case len(rest) == 4 && rest[0] == "keys-command":
-		return report(runKeysCommand(ctx, g, rest[2], rest[3], os.Stdout)), true
+		return fastCall{g, "keys-command", rest[2:]}, true
 	}
-	return 0, false
+	return fastCall{}, false
 }
 
 func isHook(name string) bool {
