@@ -66,7 +66,9 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "${BENCH_DEBUG:-}" ] && set -x
-export HOME=$w/home GIT_CONFIG_NOSYSTEM=1
+# go (building the breakdown's helper) keeps its caches where they are.
+GOMODCACHE=$(go env GOMODCACHE) GOCACHE=$(go env GOCACHE)
+export GOMODCACHE GOCACHE HOME=$w/home GIT_CONFIG_NOSYSTEM=1
 mkdir -p "$HOME"
 git config --global user.name Bench
 git config --global user.email bench@example.com
