@@ -37,7 +37,7 @@ func TestPostReceiveShim(t *testing.T) {
 		starts   bool
 	}{
 		{"empty", "", false},
-		{"refs/for", line("refs/collab/patches/ab/rev/" + b) + z + " " + b + " refs/collab/patches/ab/head\n", false},
+		{"refs/for", line("refs/collab/patches/ab/rev/"+b) + z + " " + b + " refs/collab/patches/ab/head\n", false},
 		{"tag", line("refs/tags/v1"), false},
 		{"branch", line("refs/heads/main"), true},
 		{"branch delete", b + " " + z + " refs/heads/gone\n", true}, // collab-hook decides
