@@ -69,10 +69,11 @@ func Format(entries []Entry) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Write replaces the file at path with content atomically: a reader sees
-// the old file or the new one, never a part. It syncs before the rename, so
-// a power loss cannot leave a renamed but empty file.
-func Write(path string, content []byte) error {
+// Write replaces the file at path with content, with mode whatever the
+// umask, atomically: a reader sees the old file or the new one, never a
+// part. It syncs before the rename, so a power loss cannot leave a renamed
+// but empty file.
+func Write(path string, content []byte, mode os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
 	if err != nil {
 		return fmt.Errorf("write key index: %w", err)
@@ -83,7 +84,7 @@ func Write(path string, content []byte) error {
 		f.Close()
 		return fmt.Errorf("write key index: %w", err)
 	}
-	if err := f.Chmod(0o644); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return fmt.Errorf("write key index: %w", err)
 	}

@@ -18,7 +18,7 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(path, b); err != nil {
+	if err := Write(path, b, 0o640); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ typ, blob, want string }{
@@ -39,7 +39,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q, %q) = %q, %v; want %q", tc.typ, tc.blob, got, err, tc.want)
 		}
 	}
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
 		t.Errorf("mode: %v %v", fi.Mode(), err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".keys-*")); len(left) != 0 {

@@ -231,7 +231,8 @@ func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
 	if err != nil {
 		return err
 	}
-	return keyindex.Write(keyindex.Path(dbPath), b)
+	// The database's own mode: the forge's user and its group read it.
+	return keyindex.Write(keyindex.Path(dbPath), b, store.FileMode)
 }
 
 // Owner returns the enabled principal owning the key given as sshd's %t
