@@ -256,6 +256,10 @@ func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, erro
 // database itself only where the index cannot answer (missing, say, in a
 // root made before the index existed).
 func KeysCommand(ctx context.Context, c Command, dbPath, typ, blob string) (string, error) {
+	// A forge this binary cannot serve is refused as opening it would.
+	if err := store.CheckFileVersion(dbPath); err != nil {
+		return "", fault.Default(err, "forge database unavailable")
+	}
 	name, err := keyindex.Lookup(keyindex.Path(dbPath), typ, blob)
 	if errors.Is(err, keyindex.ErrUnusable) {
 		name, err = ownerInDB(ctx, dbPath, typ, blob)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"os"
@@ -173,10 +174,14 @@ func TestNewerSchemaRefused(t *testing.T) {
 		"Open":          func() (*DB, error) { return Open(ctx, path) },
 		"OpenShort":     func() (*DB, error) { return OpenShort(ctx, path) },
 		"OpenNoMigrate": func() (*DB, error) { return OpenNoMigrate(ctx, path) },
+		// keys-command's header check (it answers from the key index).
+		"CheckFileVersion": func() (*DB, error) { return nil, CheckFileVersion(path) },
 	} {
 		db, err := open()
 		if err == nil {
-			db.Close()
+			if db != nil {
+				db.Close()
+			}
 			t.Errorf("%s opened a database of schema 99", name)
 			continue
 		}
@@ -231,6 +236,30 @@ func TestBusyTimeoutSetting(t *testing.T) {
 		setBusyTimeout(t, db, tc.value)
 		if got := db.BusyTimeout(ctx); got != tc.want {
 			t.Errorf("busy_timeout %q = %s, want %s", tc.value, got, tc.want)
+		}
+	}
+}
+
+// CheckFileVersion passes a database of the schema this binary knows and
+// refuses what is no database.
+func TestCheckFileVersion(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "collab.db")
+	db, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := CheckFileVersion(path); err != nil {
+		t.Errorf("current schema: %v", err)
+	}
+	junk := filepath.Join(dir, "junk")
+	if err := os.WriteFile(junk, bytes.Repeat([]byte("x"), 200), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{junk, filepath.Join(dir, "missing")} {
+		if err := CheckFileVersion(p); err == nil {
+			t.Errorf("%s: accepted", p)
 		}
 	}
 }

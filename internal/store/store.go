@@ -10,8 +10,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -396,10 +398,43 @@ func (db *DB) version(ctx context.Context) (int, []string, error) {
 		return 0, nil, db.classify(fmt.Errorf("read schema version: %w", err))
 	}
 	if have > len(steps) {
-		return have, steps, fault.New(fault.Internal,
-			"the forge database has schema version %d, newer than this collab knows (%d): run the newer collab binaries (or restore a backup made by this version)", have, len(steps))
+		return have, steps, newer(have, len(steps))
 	}
 	return have, steps, nil
+}
+
+func newer(have, known int) error {
+	return fault.New(fault.Internal,
+		"the forge database has schema version %d, newer than this collab knows (%d): run the newer collab binaries (or restore a backup made by this version)", have, known)
+}
+
+// CheckFileVersion refuses, as opening it would, a database at path whose
+// schema is newer than this binary knows, reading only the file's header
+// (user_version, bytes 60-63) instead of opening it with SQLite: for
+// keys-command, which answers from the key index. The header is what the
+// last checkpoint wrote; a migration still in the WAL shows once
+// checkpointed, and everything that opens the database refuses it at once.
+func CheckFileVersion(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("no forge database (run collab-hook init?): %w", err)
+	}
+	defer f.Close()
+	var h [100]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		return fmt.Errorf("read the header of %s: %w", path, err)
+	}
+	if string(h[:16]) != "SQLite format 3\x00" {
+		return fmt.Errorf("%s is not an SQLite database", path)
+	}
+	steps, err := migrations(collab.Schema)
+	if err != nil {
+		return err
+	}
+	if have := int(binary.BigEndian.Uint32(h[60:64])); have > len(steps) {
+		return newer(have, len(steps))
+	}
+	return nil
 }
 
 // migrations splits the schema at its "-- migrate N" lines; step i holds
