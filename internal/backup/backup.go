@@ -29,6 +29,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
@@ -315,6 +316,11 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 		if err := repos.Configure(ctx, root, rdir, binary); err != nil {
 			return fmt.Errorf("configure %s: %w", reponame.Display(r.Name), err)
 		}
+	}
+	// keys-command reads the key index beside the database, not the
+	// database; a restored root needs its own.
+	if err := principals.WriteKeyIndex(ctx, db); err != nil {
+		return fmt.Errorf("write the key index: %w", err)
 	}
 	syscall.Sync()
 	fmt.Fprintf(out, "restore: %s made from the backup of %s taken %s (%d repositories, %d files); hook shims point at %s\n",
