@@ -109,3 +109,23 @@ func TestSignVerify(t *testing.T) {
 		}
 	}
 }
+
+// The production settings keep the contract's promises that are about the
+// dispatcher's own schedule rather than the retry policy: new events are
+// looked for at least every second (a commit wakes it sooner), expired
+// leases at least every 5 s, and the schedule runs on the real clock.
+func TestDefaultsMeetContract(t *testing.T) {
+	o := Options{}.withDefaults()
+	if o.Poll <= 0 || o.Poll > time.Second {
+		t.Errorf("Poll %v: new events must reach the dispatcher within a second", o.Poll)
+	}
+	if o.SweepEvery <= 0 || o.SweepEvery > 5*time.Second {
+		t.Errorf("SweepEvery %v: expired leases must be looked for at least every 5 s", o.SweepEvery)
+	}
+	if o.Policy != DefaultPolicy() {
+		t.Errorf("Policy %+v, want the default", o.Policy)
+	}
+	if before, now := time.Now(), o.Now(); now.Before(before) || now.Sub(before) > time.Hour {
+		t.Errorf("Now() = %v at %v: want the real clock", now, before)
+	}
+}

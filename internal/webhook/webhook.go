@@ -59,6 +59,11 @@ type Options struct {
 	// Client sends the POSTs; default a client with Timeout that does
 	// not follow redirects.
 	Client *http.Client
+	// Now is the clock of the retry schedule: an attempt's time, when a
+	// retry is due, when a delivery is given up, what the sweep and the
+	// prune take as now. Default time.Now. Waits between polls and the
+	// length of a Slice are real time whatever the clock says.
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -83,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retention <= 0 {
 		o.Retention = 30 * 24 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{
@@ -184,15 +192,15 @@ func (d *dispatcher) sweepLoop(ctx context.Context) {
 	defer t.Stop()
 	var pruned time.Time
 	for {
-		n, err := d.opts.Sweep(ctx, d.db, time.Now())
+		n, err := d.opts.Sweep(ctx, d.db, d.opts.Now())
 		switch {
 		case err != nil && ctx.Err() == nil:
 			d.log.Error("lease sweep failed", "err", err)
 		case n > 0:
 			d.log.Info("leases expired", "count", n)
 		}
-		if time.Since(pruned) >= pruneEvery {
-			pruned = time.Now()
+		if now := d.opts.Now(); now.Sub(pruned) >= pruneEvery {
+			pruned = now
 			d.prune(ctx, pruned.Add(-d.opts.Retention))
 		}
 		select {
@@ -260,7 +268,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("read subscriptions", "err", err)
 		}
-		now := store.FormatTime(time.Now())
+		now := store.FormatTime(d.opts.Now())
 		for i := range ss {
 			// Rotate the starting point so that when the pool is full no
 			// subscription is always last in line.
@@ -385,7 +393,7 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 			return res
 		}
 		if ok {
-			if p.NextAt.After(time.Now()) {
+			if p.NextAt.After(d.opts.Now()) {
 				return res
 			}
 			state, done, err := d.attempt(ctx, log, s, p.ID, p.Attempts, p.StartedAt, p.Event)
@@ -405,7 +413,7 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 		for _, ev := range evs {
 			started, err := store.ParseTime(ev.At)
 			if err != nil {
-				started = time.Now()
+				started = d.opts.Now()
 			}
 			state, done, err := d.attempt(ctx, log, s, 0, 0, started, ev)
 			if err != nil {
@@ -439,7 +447,7 @@ func (d *dispatcher) run(ctx context.Context, s sub, pos int64) (res result) {
 // later, while any other outcome is waited for, since what the run does
 // next depends on it. An error means nothing was recorded.
 func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliveryID int64, attempts int, started time.Time, ev events.Event) (state string, done <-chan error, err error) {
-	start := time.Now()
+	start, began := d.opts.Now(), time.Now() // the schedule's time; the POST's real start
 	body, err := json.Marshal(ev)
 	if err != nil {
 		// Stored data that does not encode never will: give it up rather
@@ -452,13 +460,13 @@ func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliv
 		return o.State, nil, nil
 	}
 	status, perr := d.post(ctx, s.URL, ev, body)
-	o := subs.Outcome{At: start, Status: status, Duration: time.Since(start), State: "delivered"}
+	o := subs.Outcome{At: start, Status: status, Duration: time.Since(began), State: "delivered"}
 	if ctx.Err() != nil && perr != nil {
 		return "", nil, ctx.Err() // shutting down: the next start sends it again
 	}
 	if perr != nil {
 		o.Error = perr.Error()
-		next, giveUp := d.opts.Policy.Next(attempts+1, started, time.Now(), rand.Float64())
+		next, giveUp := d.opts.Policy.Next(attempts+1, started, d.opts.Now(), rand.Float64())
 		if giveUp {
 			o.State = "failed"
 		} else {
