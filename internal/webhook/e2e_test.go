@@ -7,12 +7,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,12 +43,13 @@ func binaries(t *testing.T) string {
 }
 
 type site struct {
-	t    *testing.T
-	bin  string
-	root string
-	addr string
-	web  *exec.Cmd
-	logs bytes.Buffer
+	t      *testing.T
+	bin    string
+	root   string
+	addr   string
+	web    *exec.Cmd
+	exited chan struct{} // closed when web has exited
+	logs   bytes.Buffer
 }
 
 // startSite makes a forge with repository demo and principal ada holding
@@ -116,7 +119,17 @@ func (s *site) start() {
 	if err := s.web.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	waitFor(s.t, 10*time.Second, "collab-web to listen", func() bool {
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		_ = cmd.Wait()
+		close(exited)
+	}(s.web, s.exited)
+	waitFor(s.t, "collab-web to listen", func() bool {
+		select {
+		case <-s.exited:
+			s.t.Fatalf("collab-web exited: %v", s.web.ProcessState)
+		default:
+		}
 		resp, err := http.Get("http://" + s.addr + "/healthz")
 		if err != nil {
 			return false
@@ -131,7 +144,36 @@ func (s *site) kill() {
 	if err := s.web.Process.Signal(syscall.SIGKILL); err != nil {
 		s.t.Fatal(err)
 	}
-	_ = s.web.Wait()
+	<-s.exited
+}
+
+// ttl is a lease TTL that outlasts several verbs on this machine however
+// loaded it is: five times the slowest of three timed verbs, in whole
+// seconds, at least 1 s (as testscript's measure-login sizes one).
+func (s *site) ttl(as string) time.Duration {
+	s.t.Helper()
+	var slowest time.Duration
+	for range 3 {
+		start := time.Now()
+		s.verb(as, "whoami")
+		slowest = max(slowest, time.Since(start))
+	}
+	return max(time.Duration(math.Ceil((5*slowest).Seconds()))*time.Second, time.Second)
+}
+
+// untilPast waits until the RFC 3339 time at (a lease's expires_at) has
+// passed on this machine's clock, which is the forge's.
+func untilPast(t *testing.T, at string) {
+	t.Helper()
+	when, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(when); d > patience {
+		t.Fatalf("%s is %v away", at, d)
+	}
+	// The forge compares times at millisecond precision: a moment past it.
+	time.Sleep(time.Until(when) + 5*time.Millisecond)
 }
 
 func freeAddr(t *testing.T) string {
@@ -153,7 +195,7 @@ func TestCollabWebKilledMidDelivery(t *testing.T) {
 
 	// The receiver holds its 6th request until collab-web is dead.
 	rc := &receiver{t: t, pub: pub}
-	inFlight, killed := make(chan struct{}), make(chan struct{})
+	inFlight, killed, heldDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc.mu.Lock()
@@ -162,6 +204,7 @@ func TestCollabWebKilledMidDelivery(t *testing.T) {
 		if n == 5 {
 			once.Do(func() { close(inFlight) })
 			<-killed
+			defer close(heldDone)
 		}
 		rc.ServeHTTP(w, r)
 	}))
@@ -181,16 +224,26 @@ func TestCollabWebKilledMidDelivery(t *testing.T) {
 	}
 	select {
 	case <-inFlight:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("no delivery in flight")
 	}
 	s.kill()
 	close(killed)
+	select {
+	case <-heldDone: // the held request is in the receiver's log
+	case <-time.After(patience):
+		t.Fatal("the held request did not finish")
+	}
 
 	// While collab-web is down: more events, and a lease that expires.
-	s.verb("ada", "lease acquire demo "+ids[0]+" --ttl 1s")
+	var lease struct {
+		ExpiresAt string `json:"expires_at"`
+	}
+	if out := s.verb("ada", "lease acquire demo "+ids[0]+" --ttl 1s --json"); json.Unmarshal([]byte(out), &lease) != nil || lease.ExpiresAt == "" {
+		t.Fatalf("lease acquire: %s", out)
+	}
 	s.verb("ada", "issue close demo "+ids[1])
-	time.Sleep(1500 * time.Millisecond)
+	untilPast(t, lease.ExpiresAt)
 	seenWhileDown := len(rc.seen())
 
 	s.start()
@@ -203,20 +256,23 @@ func TestCollabWebKilledMidDelivery(t *testing.T) {
 	defer db.Close()
 	// The sweep adds lease.expired; then every event must arrive.
 	var want []int64
-	waitFor(t, 15*time.Second, "every event", func() bool {
+	waitFor(t, "every event, lease.expired among them", func() bool {
 		want = want[:0]
-		rows, err := db.R().QueryContext(ctx, "SELECT id FROM events ORDER BY id")
+		swept := false
+		rows, err := db.R().QueryContext(ctx, "SELECT id, event FROM events ORDER BY id")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var id int64
-			_ = rows.Scan(&id)
+			var kind string
+			_ = rows.Scan(&id, &kind)
 			want = append(want, id)
+			swept = swept || kind == events.LeaseExpired
 		}
 		got := rc.ids()
-		return len(want) > 0 && len(got) == len(want) && got[len(got)-1] == want[len(want)-1]
+		return swept && len(got) == len(want) && got[len(got)-1] == want[len(want)-1]
 	})
 	if g := rc.ids(); !equalIDs(g, want) {
 		t.Errorf("delivered (deduplicated, in arrival order) %v, want %v", g, want)
@@ -235,17 +291,33 @@ func TestCollabWebKilledMidDelivery(t *testing.T) {
 	if again != 1 {
 		t.Errorf("the delivery in flight at the kill (%s) came again %d times, want 1", held, again)
 	}
-	time.Sleep(3 * time.Second) // a sweep or two more
-	expired := 0
+	// Later sweeps must not announce that lease again. Another lease that
+	// expires now is announced by a later sweep, and delivery is in
+	// order: once it has arrived, a second announcement of the first
+	// would have too.
+	if out := s.verb("ada", "lease acquire demo "+ids[2]+" --ttl 1s --json"); json.Unmarshal([]byte(out), &lease) != nil || lease.ExpiresAt == "" {
+		t.Fatalf("lease acquire: %s", out)
+	}
+	untilPast(t, lease.ExpiresAt)
+	expiredOf := func(issue string) int {
+		n := 0
+		for _, g := range rc.seen() {
+			var ten struct {
+				IssueID string `json:"issue_id"`
+			}
+			if g.kind == events.LeaseExpired && json.Unmarshal(g.payload.Data, &ten) == nil && ten.IssueID == issue {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "the second lease's expiry", func() bool { return expiredOf(ids[2]) > 0 })
+	if n := expiredOf(ids[0]); n != 1 {
+		t.Errorf("lease.expired for the lease that expired while collab-web was down delivered %d times, want 1", n)
+	}
 	kinds := map[string]bool{}
 	for _, g := range rc.seen() {
 		kinds[g.kind] = true
-		if g.kind == events.LeaseExpired {
-			expired++
-		}
-	}
-	if expired != 1 {
-		t.Errorf("lease.expired delivered %d times, want 1", expired)
 	}
 	for _, k := range []string{events.IssueFiled, events.IssueCommented, events.IssueClaimed, events.IssueClosed, events.LeaseExpired} {
 		if !kinds[k] {
@@ -295,9 +367,10 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.verb("ada", "issue comment demo "+is.ID+" --body 'I can reproduce this.'")
-	s.verb("ada", "lease acquire demo "+is.ID+" --ttl 1s")
-	s.verb("ada", "lease renew demo "+is.ID+" --ttl 1s")
-	waitFor(t, 10*time.Second, "the sweeper's lease.expired", func() bool {
+	ttl := s.ttl("ada").String() // the renew must find the lease live
+	s.verb("ada", "lease acquire demo "+is.ID+" --ttl "+ttl)
+	s.verb("ada", "lease renew demo "+is.ID+" --ttl "+ttl)
+	waitFor(t, "the sweeper's lease.expired", func() bool {
 		for _, g := range rc.seen() {
 			if g.kind == events.LeaseExpired {
 				return true
@@ -332,7 +405,7 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 	defer db.Close()
 	var want []int64
 	var kinds []string
-	waitFor(t, 10*time.Second, "every event of the log", func() bool {
+	readLog := func() {
 		want, kinds = want[:0], kinds[:0]
 		rows, err := db.R().Query("SELECT id, event FROM events ORDER BY id")
 		if err != nil {
@@ -345,9 +418,17 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 			_ = rows.Scan(&id, &k)
 			want, kinds = append(want, id), append(kinds, k)
 		}
+	}
+	waitFor(t, "every event of the log", func() bool {
+		readLog()
 		return len(rc.ids()) >= len(want) && len(want) > 0
 	})
-	time.Sleep(300 * time.Millisecond)
+	// Nothing else may come: a last event, delivered in order, arrives
+	// after anything still on its way.
+	s.verb("ada", "issue comment demo "+is.ID+" --body 'Thanks, fixed.'")
+	readLog()
+	last := want[len(want)-1]
+	waitFor(t, "the last comment", func() bool { return slices.Contains(rc.ids(), last) })
 	if got := rc.ids(); !equalIDs(got, want) {
 		t.Errorf("delivered %v, want the log %v (%v)", got, want, kinds)
 	}
