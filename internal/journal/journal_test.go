@@ -20,6 +20,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// patience bounds every wait in these tests (for a datagram, for journald
+// to start or to show an entry): generous for a loaded machine, and only
+// spent when something is broken.
+const patience = 2 * time.Minute
+
 // listen opens a unixgram socket in a short temporary directory (socket
 // paths are limited to 108 bytes, and t.TempDir() can be long).
 func listen(t *testing.T) (*net.UnixConn, string) {
@@ -44,7 +49,7 @@ func Receive(t *testing.T, c *net.UnixConn) map[string][]string {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, 256)
-	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(patience))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
 		t.Fatal(err)
@@ -247,12 +252,19 @@ func TestRealJournald(t *testing.T) {
 	}
 	ns := fmt.Sprintf("collabtest%d", os.Getpid())
 	cmd := exec.Command(journald, ns)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		os.RemoveAll("/run/systemd/journal." + ns)
 		for _, d := range []string{"/var/log/journal", "/run/log/journal"} {
 			matches, _ := filepath.Glob(filepath.Join(d, "*."+ns))
@@ -262,14 +274,19 @@ func TestRealJournald(t *testing.T) {
 		}
 	})
 	socket := "/run/systemd/journal." + ns + "/socket"
-	for i := 0; ; i++ {
+	deadline := time.Now().Add(patience)
+	for {
 		if fi, err := os.Stat(socket); err == nil && fi.Mode()&os.ModeSocket != 0 {
 			break
 		}
-		if i == 100 {
-			t.Fatal("journald did not create its socket")
+		select {
+		case <-exited:
+			t.Fatalf("journald exited before making its socket: %v\n%s", cmd.ProcessState, out.String())
+		case <-time.After(20 * time.Millisecond): // poll
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("journald made no socket in %v", patience)
+		}
 	}
 	log, closeLog := OpenAt(t.TempDir(), socket)
 	big := strings.Repeat("y", 3<<20)
@@ -277,9 +294,10 @@ func TestRealJournald(t *testing.T) {
 	log.Warn("big", "REPO", "big.git", "BODY", big)
 	closeLog()
 
+	// journald files an entry soon after it arrives, not at once: poll.
 	var entries []map[string]any
-	for i := 0; i < 50 && len(entries) < 2; i++ {
-		time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(patience); len(entries) < 2 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // poll
 		out, err := exec.Command("journalctl", "--namespace="+ns, "--all", "-o", "json", "--output-fields=MESSAGE,PRIORITY,PRINCIPAL,REPO,REF,OUTCOME,NOTE,BODY",
 			"SYSLOG_IDENTIFIER="+Identifier).Output()
 		if err != nil {
