@@ -10,12 +10,15 @@
 # Ports: DEMO_SSH_PORT (default 2222), DEMO_WEB_PORT (8080), DEMO_GIT_PORT
 # (9418); a port already taken is replaced by a free one. State lives in
 # ./demo/ (DEMO_DIR), binaries come from ./bin (make build; DEMO_BIN).
+# DEMO_WAIT (seconds, default 120) bounds the wait for a server to start or
+# stop; it is only spent when something is wrong.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 top=$PWD
 bin=${DEMO_BIN:-$top/bin}
 dir=${DEMO_DIR:-$top/demo}
+patience=${DEMO_WAIT:-120}
 background=no
 fresh=no
 for a in "$@"; do
@@ -23,18 +26,34 @@ for a in "$@"; do
 	--background) background=yes ;;
 	--fresh) fresh=yes ;;
 	--stop) ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown argument $a" >&2; exit 2 ;;
 	esac
 done
 
-stop_previous() {
+running() { # PID: alive and not a zombie waiting to be reaped
+	local state
+	kill -0 "$1" 2>/dev/null || return 1
+	state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ "${state%% *}" != Z ]
+}
+stop_previous() { # stops the previous run's servers and waits until they are gone, so their ports are free
 	[ -f "$dir/pids" ] || return 0
-	while read -r pid; do
+	local pids pid until=$((SECONDS + patience))
+	pids=$(cat "$dir/pids")
+	for pid in $pids; do
 		kill "$pid" 2>/dev/null || true
-	done < "$dir/pids"
+	done
+	for pid in $pids; do
+		while running "$pid"; do
+			if [ "$SECONDS" -ge "$until" ]; then
+				echo "demo.sh: process $pid did not stop in ${patience}s" >&2
+				break
+			fi
+			sleep 0.05 # poll
+		done
+	done
 	rm -f "$dir/pids"
-	sleep 0.3
 }
 stop_previous
 if [[ " $* " == *" --stop "* ]]; then
@@ -138,9 +157,11 @@ EOT
 chmod +x "$dir/ssh"
 
 : > "$dir/pids"
+declare -A pid_of
 start() { # NAME CMD…: start CMD in the background, logging to demo/NAME.log
 	local name=$1; shift
 	"$@" > "$dir/$name.log" 2>&1 &
+	pid_of[$name]=$!
 	echo $! >> "$dir/pids"
 }
 start sshd /usr/sbin/sshd -D -e -f "$dir/sshd_config" -p "$ssh_port"
@@ -149,10 +170,11 @@ start git-daemon git daemon --listen=127.0.0.1 --port="$git_port" --reuseaddr \
 start collab-web "$bin/collab-web" --root "$root" --listen "127.0.0.1:$web_port" --url "$web_url"
 
 cleanup() { stop_previous; echo; echo "demo stopped"; }
-wait_port() { # PORT NAME
-	for _ in $(seq 100); do
+wait_port() { # PORT NAME: until NAME listens on PORT; fails when it exits or DEMO_WAIT passes
+	local until=$((SECONDS + patience))
+	while [ "$SECONDS" -lt "$until" ] && running "${pid_of[$2]}"; do
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
+		sleep 0.1 # poll
 	done
 	echo "demo.sh: $2 did not start; see $dir/$2.log:" >&2
 	tail -20 "$dir/$2.log" >&2
