@@ -49,7 +49,18 @@ type DB struct {
 	// busy caches the busy_timeout setting for the writes of a
 	// long-running process.
 	busy busyCache
+	// granted, when set (by tests), is told each wait a write is allowed:
+	// waitQueue for the flock queue, then waitLock for SQLite's own lock.
+	// How the budget is shared is then checked exactly, where timing the
+	// waits would depend on how loaded the machine is.
+	granted func(stage string, wait time.Duration)
 }
+
+// The stages of a write's wait for the writer lock, as told to granted.
+const (
+	waitQueue = "queue"
+	waitLock  = "lock"
+)
 
 // WALLimit is journal_size_limit: after a checkpoint resets the WAL, the
 // file is cut back to this size, so one burst (or one long reader) does not
@@ -254,13 +265,16 @@ func (db *DB) write(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx
 	b := budgetOf(ctx)
 	left := limit - b.spent()
 	start := time.Now()
+	db.grant(waitQueue, left)
 	unlock, err := db.lock(ctx, left)
 	if err != nil {
 		b.add(time.Since(start))
 		return err
 	}
 	defer unlock()
-	tx, release, err := db.begin(ctx, left-time.Since(start))
+	left -= time.Since(start)
+	db.grant(waitLock, left)
+	tx, release, err := db.begin(ctx, left)
 	b.add(time.Since(start))
 	if err != nil {
 		return err
@@ -280,6 +294,12 @@ func (db *DB) write(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+func (db *DB) grant(stage string, wait time.Duration) {
+	if db.granted != nil {
+		db.granted(stage, wait)
+	}
 }
 
 func rollback(tx *sql.Tx, err error) error {
