@@ -24,7 +24,7 @@ vet:
 	./scripts/staticcheck.sh
 
 test: deps vet
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 60m ./...
 
 demo: deps build
 	./scripts/demo.sh
