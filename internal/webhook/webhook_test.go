@@ -35,7 +35,6 @@ type got struct {
 	delivery string
 	kind     string
 	payload  events.Event
-	at       time.Time
 }
 
 // receiver is a real HTTP server on 127.0.0.1 that checks every request
@@ -95,7 +94,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = rc.answer(n)
 	}
 	rc.mu.Lock()
-	rc.log = append(rc.log, got{delivery: r.Header.Get("X-Collab-Delivery"), kind: ev.Event, payload: ev, at: time.Now()})
+	rc.log = append(rc.log, got{delivery: r.Header.Get("X-Collab-Delivery"), kind: ev.Event, payload: ev})
 	rc.mu.Unlock()
 	w.WriteHeader(status)
 }
