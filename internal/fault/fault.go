@@ -9,6 +9,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -54,6 +55,10 @@ type Error struct {
 	// RetryAfter is when an Unavailable or RateLimited caller may try
 	// again (HTTP Retry-After); zero means DefaultRetryAfter.
 	RetryAfter time.Duration
+	// Field names the input the refusal is about ("body", "repo",
+	// "lease-token"), "" when none. Msg refers to input fields only through
+	// Field(name) marks, which each transport words its own way (Say).
+	Field string
 }
 
 // DefaultRetryAfter is the Retry-After of a "try again later" refusal that
@@ -82,9 +87,65 @@ func RetryAfterSeconds(err error) int {
 
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return e.Msg + ": " + e.Err.Error()
+		return e.Say(Bare) + ": " + e.Err.Error()
 	}
-	return e.Msg
+	return e.Say(Bare)
+}
+
+// fieldMark brackets a field's name inside a message. A control
+// character, so that no client value quoted through text.Clip can forge
+// one.
+const fieldMark = "\x1f"
+
+// Field refers to input field name inside a refusal's message, to be
+// worded by the transport that shows it: "--body" on the SSH verbs,
+// `"body"` in the HTTP API.
+func Field(name string) string { return fieldMark + name + fieldMark }
+
+// Bare words a field by its plain name, for logs and for callers that take
+// no fields (the hooks, the admin commands).
+func Bare(field string) string { return field }
+
+// Say returns the public message with each Field reference worded by word.
+func (e *Error) Say(word func(field string) string) string {
+	if !strings.Contains(e.Msg, fieldMark) {
+		return e.Msg
+	}
+	parts := strings.Split(e.Msg, fieldMark)
+	var b strings.Builder
+	for i, p := range parts {
+		// Odd parts are field names (an unpaired mark is left as text).
+		switch {
+		case i%2 == 1 && i < len(parts)-1:
+			b.WriteString(word(p))
+		case i%2 == 1:
+			b.WriteString(fieldMark + p)
+		default:
+			b.WriteString(p)
+		}
+	}
+	return b.String()
+}
+
+// NewField returns a refusal of kind k about input field; format may name
+// fields through Field.
+func NewField(k Kind, field, format string, args ...any) *Error {
+	e := New(k, format, args...)
+	e.Field = field
+	return e
+}
+
+// OnField returns err with its refusal marked as being about input field,
+// unless it names a field already; an error that is no refusal is returned
+// as it is.
+func OnField(err error, field string) error {
+	var fe *Error
+	if !errors.As(err, &fe) || fe.Field != "" {
+		return err
+	}
+	c := *fe
+	c.Field = field
+	return &c
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -133,8 +194,9 @@ func As(err error) *Error {
 // KindOf reports the Kind of err (Internal for a plain error).
 func KindOf(err error) Kind { return As(err).Kind }
 
-// Public returns the message of err that is safe to show a client.
-func Public(err error) string { return As(err).Msg }
+// Public returns the message of err that is safe to show a client, with
+// its fields worded Bare.
+func Public(err error) string { return As(err).Say(Bare) }
 
 // ExitCode maps err to the exit code of the contract.
 func ExitCode(err error) int {

@@ -55,3 +55,45 @@ func TestDefault(t *testing.T) {
 		t.Errorf("Default(plain) = %v", got)
 	}
 }
+
+func TestSay(t *testing.T) {
+	flag := func(f string) string { return "--" + f }
+	tests := []struct {
+		msg, bare, flags string
+	}{
+		{"plain", "plain", "plain"},
+		{Field("line") + " needs " + Field("file"), "line needs file", "--line needs --file"},
+		{"a comment needs a body (" + Field("body") + ")", "a comment needs a body (body)", "a comment needs a body (--body)"},
+		{"unpaired \x1fmark", "unpaired \x1fmark", "unpaired \x1fmark"},
+	}
+	for _, tt := range tests {
+		e := New(Usage, "%s", tt.msg)
+		if got := e.Say(Bare); got != tt.bare {
+			t.Errorf("Say(Bare) = %q, want %q", got, tt.bare)
+		}
+		if got := e.Say(flag); got != tt.flags {
+			t.Errorf("Say(flag) = %q, want %q", got, tt.flags)
+		}
+		if got := Public(e); got != tt.bare {
+			t.Errorf("Public = %q, want %q", got, tt.bare)
+		}
+	}
+}
+
+func TestOnField(t *testing.T) {
+	base := New(NotFound, "repository x not found")
+	err := OnField(fmt.Errorf("context: %w", base), "repo")
+	if fe := As(err); fe.Field != "repo" || fe.Kind != NotFound || fe.Msg != base.Msg {
+		t.Fatalf("OnField = %+v", fe)
+	}
+	if base.Field != "" {
+		t.Fatal("OnField changed the original")
+	}
+	if got := As(OnField(NewField(Usage, "body", "x"), "repo")).Field; got != "body" {
+		t.Fatalf("OnField replaced a field: %q", got)
+	}
+	plain := errors.New("boom")
+	if OnField(plain, "repo") != plain {
+		t.Fatal("OnField changed a plain error")
+	}
+}
