@@ -300,7 +300,7 @@ func TestExportRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Title != db.Title || p.State != db.State || p.Author != db.Author || p.Base != db.Base ||
+		if p.Title != db.Title || p.State != string(db.State) || p.Author != db.Author || p.Base != db.Base ||
 			p.Description != db.Description || p.Topic != db.Topic || p.CreatedAt != db.CreatedAt ||
 			!reflect.DeepEqual(p.Issues, db.Issues) {
 			t.Errorf("patch %s: export %+v, patches.Get %+v", id, p, db)
@@ -673,7 +673,7 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := got.issues[id]
-		if e.ID != d.ID || e.Repo != d.Repo || e.Title != d.Title || e.Body != d.Body || e.State != d.State ||
+		if e.ID != d.ID || e.Repo != d.Repo || e.Title != d.Title || e.Body != d.Body || e.State != string(d.State) ||
 			e.Author != d.Author || e.CreatedAt != d.CreatedAt || e.UpdatedAt != d.UpdatedAt ||
 			!reflect.DeepEqual(e.ClosedAt, d.ClosedAt) || !reflect.DeepEqual(e.Patches, d.Patches) {
 			t.Errorf("issue %s: export %+v, issue show %+v", id, e, d.Issue)
@@ -708,7 +708,7 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 	}
 	e := got.patches[patchID]
 	wantMerge := &Merge{At: p.Merge.At, Branch: p.Merge.Branch, By: p.Merge.By, Commit: p.Merge.Commit}
-	if e.ID != p.ID || e.Repo != p.Repo || e.Title != p.Title || e.State != p.State || e.Author != p.Author ||
+	if e.ID != p.ID || e.Repo != p.Repo || e.Title != p.Title || e.State != string(p.State) || e.Author != p.Author ||
 		e.Base != p.Base || e.Description != p.Description || e.CreatedAt != p.CreatedAt || e.UpdatedAt != p.UpdatedAt ||
 		!reflect.DeepEqual(e.Issues, p.Issues) || !reflect.DeepEqual(e.Merge, wantMerge) {
 		t.Errorf("patch: export %+v, patch show %+v", e, p)

@@ -18,7 +18,7 @@ import (
 type Edit struct {
 	Principal string
 	Level     access.Level
-	State     *string // Open or Closed; nil leaves the state
+	State     *State  // Open or Closed; nil leaves the state
 	Title     *string // nil leaves the title
 	// LeaseToken, when positive, fences the write: it must be the
 	// principal's current token of a live lease on the issue.

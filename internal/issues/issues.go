@@ -24,11 +24,17 @@ import (
 	"github.com/collab-forge/collab/internal/text"
 )
 
+// State is an issue's state.
+type State string
+
 // States of an issue.
 const (
-	Open   = "open"
-	Closed = "closed"
+	Open   State = "open"
+	Closed State = "closed"
 )
+
+// All is the state filter that lists issues in every state.
+const All = "all"
 
 // Limits on what a client may file.
 const (
@@ -42,7 +48,7 @@ type Issue struct {
 	Repo      string        `json:"repo"`
 	Title     string        `json:"title"`
 	Body      string        `json:"body"`
-	State     string        `json:"state"`
+	State     State         `json:"state"`
 	Author    string        `json:"author"`
 	CreatedAt string        `json:"created_at"`
 	UpdatedAt string        `json:"updated_at"`
@@ -272,7 +278,7 @@ func Comments(ctx context.Context, q store.Querier, repo, id string) ([]Comment,
 // Each carries its live lease; comments are left out.
 func List(ctx context.Context, q store.Querier, repo, state string, limit int, after string, now time.Time) ([]Issue, error) {
 	if state == "" {
-		state = Open
+		state = string(Open)
 	}
 	if err := CheckState(state); err != nil {
 		return nil, err
@@ -283,7 +289,7 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	limit = min(limit, 1000)
 	where := "i.repo = ?"
 	args := []any{store.FormatTime(now), repo}
-	if state != "all" {
+	if state != All {
 		where += " AND i.state = ?"
 		args = append(args, state)
 	}
@@ -312,10 +318,10 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	return out, rows.Err()
 }
 
-// CheckState validates a state filter word.
+// CheckState validates a state filter word: open, closed or all.
 func CheckState(s string) error {
 	switch s {
-	case Open, Closed, "all":
+	case string(Open), string(Closed), All:
 		return nil
 	}
 	return fault.New(fault.Usage, "bad state %q: want open, closed or all", s)
@@ -357,7 +363,7 @@ func AddComment(ctx context.Context, tx store.Querier, repo, issueID, author, bo
 // SetState closes or reopens an issue for actor (event issue.closed or
 // issue.reopened) and returns it with changed=false, and no event, when it
 // was in that state already. Access and lease checks are the caller's.
-func SetState(ctx context.Context, tx store.Querier, repo, issueID, state, actor string, now time.Time) (is Issue, changed bool, err error) {
+func SetState(ctx context.Context, tx store.Querier, repo, issueID string, state State, actor string, now time.Time) (is Issue, changed bool, err error) {
 	return setState(ctx, tx, repo, issueID, state, actor, "", now)
 }
 
@@ -368,7 +374,7 @@ type stateEvent struct {
 	Commit string `json:"commit,omitempty"`
 }
 
-func setState(ctx context.Context, tx store.Querier, repo, issueID, state, actor, commit string, now time.Time) (is Issue, changed bool, err error) {
+func setState(ctx context.Context, tx store.Querier, repo, issueID string, state State, actor, commit string, now time.Time) (is Issue, changed bool, err error) {
 	var kind string
 	var closedAt any
 	ts := store.FormatTime(now)

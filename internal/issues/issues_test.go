@@ -170,7 +170,7 @@ func TestListNewestFirstPaginated(t *testing.T) {
 	}
 }
 
-func setStateW(f *fixture, id, state string) (Issue, bool, error) {
+func setStateW(f *fixture, id string, state State) (Issue, bool, error) {
 	var is Issue
 	var changed bool
 	err := f.write(func(tx *sql.Tx) error {
@@ -185,7 +185,7 @@ func TestSetStateIsIdempotent(t *testing.T) {
 	f := newFixture(t)
 	is := f.file("demo.git", "alice", "x", "")
 	for i, c := range []struct {
-		state   string
+		state   State
 		changed bool
 	}{{Closed, true}, {Closed, false}, {Open, true}, {Open, false}} {
 		got, changed, err := setStateW(f, is.ID, c.state)

@@ -75,7 +75,7 @@ func TestCommentPage(t *testing.T) {
 	if err != nil || counts[is.ID] != 5 || counts[other.ID] != 1 || counts["ffff"] != 0 {
 		t.Fatalf("CommentCounts = %v, %v", counts, err)
 	}
-	if n, err := Count(f.ctx, f.db.R(), "r.git", Open); err != nil || n != 2 {
+	if n, err := Count(f.ctx, f.db.R(), "r.git", string(Open)); err != nil || n != 2 {
 		t.Fatalf("Count open = %d, %v", n, err)
 	}
 	// The other issue's comment id does not page this one.

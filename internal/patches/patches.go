@@ -16,12 +16,18 @@ import (
 	"github.com/collab-forge/collab/internal/store"
 )
 
+// State is a patch's state.
+type State string
+
 // States of a patch.
 const (
-	Open   = "open"
-	Merged = "merged"
-	Closed = "closed"
+	Open   State = "open"
+	Merged State = "merged"
+	Closed State = "closed"
 )
+
+// All is the state filter that lists patches in every state.
+const All = "all"
 
 // Revision is one pushed (or merge-pinned) version of a patch. Its diff is
 // BaseCommit..Commit.
@@ -41,9 +47,8 @@ type Merge struct {
 	At     string `json:"at"`
 }
 
-// Review is the contract's review object, as Get reads it from the reviews
-// table (internal/review writes it). File and Line are null unless the
-// review is an inline comment.
+// Review is the contract's review object (reviews.go keeps its table).
+// File and Line are null unless the review is an inline comment.
 type Review struct {
 	ID        string  `json:"id"`
 	Revision  int     `json:"revision"`
@@ -63,7 +68,7 @@ type Patch struct {
 	Description string     `json:"description"`
 	Topic       string     `json:"topic"`
 	Draft       bool       `json:"draft"`
-	State       string     `json:"state"`
+	State       State      `json:"state"`
 	Author      string     `json:"author"`
 	Base        string     `json:"base"`
 	CreatedAt   string     `json:"created_at"`
@@ -151,13 +156,13 @@ func Get(ctx context.Context, q store.Querier, repo, id string) (Patch, error) {
 // List returns the patches of repo in state (open, merged, closed, or all;
 // "" means open), newest first, at most limit (<= 0: 50), starting after
 // the patch id after (a full id or prefix; "" starts at the newest).
-// Each carries its revisions and linked issues; reviews are left empty.
+// Each carries its revisions, reviews and linked issues.
 func List(ctx context.Context, q store.Querier, repo, state string, limit int, after string) ([]Patch, error) {
 	if state == "" {
-		state = Open
+		state = string(Open)
 	}
-	switch state {
-	case Open, Merged, Closed, "all":
+	switch State(state) {
+	case Open, Merged, Closed, All:
 	default:
 		return nil, fault.New(fault.Usage, "bad state %q: want open, merged, closed or all", state)
 	}
@@ -166,7 +171,7 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	}
 	where := "repo = ?"
 	args := []any{repo}
-	if state != "all" {
+	if state != All {
 		where += " AND state = ?"
 		args = append(args, state)
 	}
@@ -201,7 +206,7 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	if len(out) == 0 {
 		return out, nil
 	}
-	// The page's revisions and issues in one query each (the page's ids
+	// The page's revisions, issues and reviews in one query each (the page's ids
 	// selected again inside it), not two queries per patch.
 	byID := make(map[string]*Patch, len(out))
 	for i := range out {
@@ -237,6 +242,21 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 		})
 	if err != nil {
 		return nil, fmt.Errorf("list patches: issues: %w", err)
+	}
+	err = store.Each(ctx, q, "SELECT patch_id, "+reviewCols+" FROM reviews "+inPage+" ORDER BY seq", pageArgs,
+		func(rows *sql.Rows) error {
+			var id string
+			r, err := scanReview(rows, &id)
+			if err != nil {
+				return err
+			}
+			if p := byID[id]; p != nil {
+				p.Reviews = append(p.Reviews, r)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("list patches: reviews: %w", err)
 	}
 	return out, nil
 }
@@ -314,38 +334,11 @@ func ForIssue(ctx context.Context, q store.Querier, repo, issueID string) ([]str
 	return out, rows.Err()
 }
 
-// Reviews returns the reviews of a patch, oldest first.
-func Reviews(ctx context.Context, q store.Querier, repo, id string) ([]Review, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, revision, author, verdict, body, file, line, created_at
-		FROM reviews WHERE repo = ? AND patch_id = ? ORDER BY seq`, repo, id)
-	if err != nil {
-		return nil, fmt.Errorf("read reviews of %s: %w", id, err)
-	}
-	defer rows.Close()
-	out := []Review{}
-	for rows.Next() {
-		var r Review
-		var file sql.NullString
-		var line sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.Revision, &r.Author, &r.Verdict, &r.Body, &file, &line, &r.CreatedAt); err != nil {
-			return nil, fmt.Errorf("read reviews of %s: %w", id, err)
-		}
-		if file.Valid {
-			r.File = &file.String
-		}
-		if line.Valid {
-			n := int(line.Int64)
-			r.Line = &n
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// CheckState validates a state filter word.
+// CheckState validates a state filter word: open, merged, closed or all,
+// in any case.
 func CheckState(s string) error {
-	switch strings.ToLower(s) {
-	case Open, Merged, Closed, "all":
+	switch State(strings.ToLower(s)) {
+	case Open, Merged, Closed, All:
 		return nil
 	}
 	return fault.New(fault.Usage, "bad state %q: want open, merged, closed or all", s)

@@ -162,7 +162,7 @@ func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, c
 // SetState closes (state "closed") or reopens (state "open") a patch,
 // inside tx. A merged patch stays merged (fault.Conflict); asking for the
 // state it already has is a no-op that reports changed=false.
-func SetState(ctx context.Context, tx store.Querier, repo, id, state, actor string, now time.Time) (changed bool, err error) {
+func SetState(ctx context.Context, tx store.Querier, repo, id string, state State, actor string, now time.Time) (changed bool, err error) {
 	if state != Open && state != Closed {
 		return false, fault.New(fault.Usage, "bad patch state %q: want open or closed", state)
 	}

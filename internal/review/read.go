@@ -193,17 +193,13 @@ func Timeline(ctx context.Context, q store.Querier, p patches.Patch) ([]Entry, e
 		v := v
 		out = append(out, Entry{At: v.CreatedAt, Kind: kind, Actor: v.Author, Revision: v.Revision, Review: &v})
 	}
-	rows, err := q.QueryContext(ctx, "SELECT kind, actor, at FROM patch_events WHERE repo = ? AND patch_id = ? ORDER BY seq", p.Repo, p.ID)
+	history, err := patches.History(ctx, q, p.Repo, p.ID)
 	if err != nil {
-		return nil, fmt.Errorf("read history of patch %s: %w", p.ID, err)
+		return nil, err
 	}
-	defer rows.Close()
 	sawMerge := false
-	for rows.Next() {
-		var e Entry
-		if err := rows.Scan(&e.Kind, &e.Actor, &e.At); err != nil {
-			return nil, fmt.Errorf("read history of patch %s: %w", p.ID, err)
-		}
+	for _, h := range history {
+		e := Entry{Kind: h.Kind, Actor: h.Actor, At: h.At}
 		if e.Kind == KindMerged {
 			sawMerge = true
 			if p.Merge != nil {
@@ -211,9 +207,6 @@ func Timeline(ctx context.Context, q store.Querier, p patches.Patch) ([]Entry, e
 			}
 		}
 		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read history of patch %s: %w", p.ID, err)
 	}
 	if p.Merge != nil && !sawMerge {
 		out = append(out, Entry{At: p.Merge.At, Kind: KindMerged, Actor: p.Merge.By, Commit: p.Merge.Commit, Branch: p.Merge.Branch})

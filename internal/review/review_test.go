@@ -88,7 +88,7 @@ func TestParseLeaseToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			f, err := parseLeaseToken(tt.in)
+			f, err := ParseFence(tt.in)
 			if tt.errKnd != fault.Internal {
 				if err == nil || fault.KindOf(err) != tt.errKnd {
 					t.Fatalf("want refusal, got %+v %v", f, err)
@@ -198,23 +198,6 @@ func TestCheckAnchor(t *testing.T) {
 		}
 		if err == nil || fault.KindOf(err) != fault.Usage || !strings.Contains(fault.Public(err), tt.want) {
 			t.Errorf("%s:%d: want refusal %q, got %v", tt.file, tt.line, tt.want, err)
-		}
-	}
-}
-
-func TestWords(t *testing.T) {
-	for _, tc := range []struct {
-		w           Words
-		line, token string
-	}{
-		{Flags, "--line", "--lease-token "},
-		{Fields, `"line"`, "X-Lease-Token: "},
-	} {
-		if got := tc.w.field("line"); got != tc.line {
-			t.Errorf("%d: field(line) = %q, want %q", tc.w, got, tc.line)
-		}
-		if got := tc.w.token(); got != tc.token {
-			t.Errorf("%d: token() = %q, want %q", tc.w, got, tc.token)
 		}
 	}
 }

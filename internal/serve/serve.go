@@ -26,6 +26,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/ratelimit"
@@ -363,7 +364,7 @@ func verbEnv(ctx context.Context, r *Request, db *store.DB, log *slog.Logger) (*
 // greet answers an interactive login the way gitolite's info does: who you
 // are, and what you may do where.
 func greet(ctx context.Context, env *verbs.Env) error {
-	rs, err := principals.ReadableRepos(ctx, env.DB.R(), env.Principal)
+	rs, err := env.Ops().Repos(ctx, ops.Actor{Principal: env.Principal})
 	if err != nil {
 		return err
 	}

@@ -66,9 +66,10 @@ func CheckName(name string) error {
 	return nil
 }
 
-// New makes a token for principal. An empty name gets a generated one. The
-// returned Token carries the secret, which is never stored.
-func New(ctx context.Context, db *store.DB, principal, name string, now time.Time) (Token, error) {
+// New makes a token for principal inside the caller's write transaction.
+// An empty name gets a generated one. The returned Token carries the
+// secret, which is never stored.
+func New(ctx context.Context, tx store.Querier, principal, name string, now time.Time) (Token, error) {
 	if name == "" {
 		name = "token-" + ids.New()[:8]
 	}
@@ -76,23 +77,16 @@ func New(ctx context.Context, db *store.DB, principal, name string, now time.Tim
 		return Token{}, err
 	}
 	t := Token{Token: Prefix + randomSecret(32), Name: name, Principal: principal, CreatedAt: store.FormatTime(now)}
-	err := db.Write(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&n); err != nil {
-			return fmt.Errorf("check token name: %w", err)
-		}
-		if n > 0 {
-			return fault.New(fault.Conflict, "a token named %s already exists; revoke it first or pick another --name", name)
-		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO tokens(principal, name, hash, created_at) VALUES (?, ?, ?, ?)",
-			principal, name, Hash(t.Token), t.CreatedAt)
-		if err != nil {
-			return fmt.Errorf("store token: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return Token{}, err
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&n); err != nil {
+		return Token{}, fmt.Errorf("check token name: %w", err)
+	}
+	if n > 0 {
+		return Token{}, fault.NewField(fault.Conflict, "name", "a token named %s already exists; revoke it first or pick another %s", name, fault.Field("name"))
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO tokens(principal, name, hash, created_at) VALUES (?, ?, ?, ?)",
+		principal, name, Hash(t.Token), t.CreatedAt); err != nil {
+		return Token{}, fmt.Errorf("store token: %w", err)
 	}
 	return t, nil
 }
@@ -120,29 +114,28 @@ func List(ctx context.Context, q store.Querier, principal string) ([]Token, erro
 	return out, rows.Err()
 }
 
-// Revoke deletes principal's token name, and the web sessions made from
-// it die with it (sessions remember their token).
-func Revoke(ctx context.Context, db *store.DB, principal, name string) error {
+// Revoke deletes principal's token name inside the caller's write
+// transaction, and the web sessions made from it die with it (sessions
+// remember their token).
+func Revoke(ctx context.Context, tx store.Querier, principal, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	return db.Write(ctx, func(tx *sql.Tx) error {
-		var id int64
-		err := tx.QueryRowContext(ctx, "SELECT id FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fault.New(fault.NotFound, "no token named %s", name)
-		}
-		if err != nil {
-			return fmt.Errorf("find token: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE token_id = ?", id); err != nil {
-			return fmt.Errorf("end sessions of token: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM tokens WHERE id = ?", id); err != nil {
-			return fmt.Errorf("revoke token: %w", err)
-		}
-		return nil
-	})
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT id FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.New(fault.NotFound, "no token named %s", name)
+	}
+	if err != nil {
+		return fmt.Errorf("find token: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE token_id = ?", id); err != nil {
+		return fmt.Errorf("end sessions of token: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM tokens WHERE id = ?", id); err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	return nil
 }
 
 // Authenticate returns the principal a bearer secret belongs to. An unknown

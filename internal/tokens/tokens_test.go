@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestNewListRevoke(t *testing.T) {
 		{"alice", strings.Repeat("a", 65), fault.Usage},
 	}
 	for _, tt := range tests {
-		tk, err := New(ctx, db, tt.who, tt.name, now)
+		tk, err := newToken(ctx, db, tt.who, tt.name, now)
 		if tt.kind != fault.Internal {
 			if fault.KindOf(err) != tt.kind {
 				t.Errorf("New(%s, %q) = %v, want kind %d", tt.who, tt.name, err, tt.kind)
@@ -66,10 +67,10 @@ func TestNewListRevoke(t *testing.T) {
 	if stored != 0 {
 		t.Fatalf("a secret is stored in clear")
 	}
-	if err := Revoke(ctx, db, "alice", "nope"); fault.KindOf(err) != fault.NotFound {
+	if err := revoke(ctx, db, "alice", "nope"); fault.KindOf(err) != fault.NotFound {
 		t.Fatalf("Revoke unknown: %v", err)
 	}
-	if err := Revoke(ctx, db, "alice", "ci"); err != nil {
+	if err := revoke(ctx, db, "alice", "ci"); err != nil {
 		t.Fatal(err)
 	}
 	if list, _ := List(ctx, db.R(), "bob"); len(list) != 1 {
@@ -81,7 +82,7 @@ func TestAuthenticateAndSessions(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tk, err := New(ctx, db, "alice", "web", now)
+	tk, err := newToken(ctx, db, "alice", "web", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,13 +126,13 @@ func TestAuthenticateAndSessions(t *testing.T) {
 	db.R().Exec("UPDATE principals SET disabled = 0 WHERE name = 'alice'")
 
 	// Revoking the token signs its browsers out; logout ends one session.
-	if err := Revoke(ctx, db, "alice", "web"); err != nil {
+	if err := revoke(ctx, db, "alice", "web"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := LookupSession(ctx, db.R(), cookie, now); fault.KindOf(err) != fault.Unauthenticated {
 		t.Fatalf("session of a revoked token: %v", err)
 	}
-	tk2, _ := New(ctx, db, "alice", "web2", now)
+	tk2, _ := newToken(ctx, db, "alice", "web2", now)
 	c2, _, err := Login(ctx, db, tk2.Token, now)
 	if err != nil {
 		t.Fatal(err)
@@ -142,4 +143,20 @@ func TestAuthenticateAndSessions(t *testing.T) {
 	if _, err := LookupSession(ctx, db.R(), c2, now); fault.KindOf(err) != fault.Unauthenticated {
 		t.Fatalf("session after logout: %v", err)
 	}
+}
+
+// newToken is New in a transaction of its own.
+func newToken(ctx context.Context, db *store.DB, who, name string, now time.Time) (Token, error) {
+	var t Token
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		var err error
+		t, err = New(ctx, tx, who, name, now)
+		return err
+	})
+	return t, err
+}
+
+// revoke is Revoke in a transaction of its own.
+func revoke(ctx context.Context, db *store.DB, who, name string) error {
+	return db.Write(ctx, func(tx *sql.Tx) error { return Revoke(ctx, tx, who, name) })
 }

@@ -1,18 +1,16 @@
 package verbs
 
 import (
-	"database/sql"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/reponame"
 )
 
@@ -36,7 +34,7 @@ func issueCommand(env *Env) *cli.Command {
 				Name:      "list",
 				Usage:     "list issues, newest first",
 				ArgsUsage: "REPO [--state open|closed|all] [--limit N] [--after ID]",
-				Flags:     listFlags("issue", issues.Open, "open, closed or all"),
+				Flags:     listFlags("issue", string(issues.Open), "open, closed or all"),
 				Action:    env.issueList,
 			},
 			{
@@ -79,23 +77,16 @@ func leaseTokenFlag() cli.Flag {
 	return &cli.Int64Flag{Name: "lease-token", Usage: "fencing token of your lease on the issue; the write is refused unless it is current"}
 }
 
-// leaseToken returns the --lease-token value and whether it was given.
-func leaseToken(c *cli.Context) (int64, bool, error) {
+// leaseToken returns the --lease-token value, 0 when not given.
+func leaseToken(c *cli.Context) (int64, error) {
 	if !c.IsSet("lease-token") {
-		return 0, false, nil
+		return 0, nil
 	}
 	n := c.Int64("lease-token")
 	if n <= 0 {
-		return 0, false, fault.New(fault.Usage, "bad lease token %d: want a positive integer", n)
+		return 0, fault.New(fault.Usage, "bad lease token %d: want a positive integer", n)
 	}
-	return n, true, nil
-}
-
-func (env *Env) clock() time.Time {
-	if env.Now != nil {
-		return env.Now()
-	}
-	return time.Now()
+	return n, nil
 }
 
 func (env *Env) issueURL(key, id string) string {
@@ -109,7 +100,7 @@ func (env *Env) issueNew(c *cli.Context) error {
 	if !c.IsSet("title") {
 		return fault.New(fault.Usage, "usage: issue new REPO --title T [--body B]: --title is required")
 	}
-	key, err := env.repoArg(c, access.Read)
+	repo, err := repoArg(c)
 	if err != nil {
 		return err
 	}
@@ -117,38 +108,30 @@ func (env *Env) issueNew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var is issues.Issue
-	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		is, err = issues.New(c.Context, tx, key, env.Principal, c.String("title"), body, env.clock())
-		return err
-	})
+	is, err := env.Ops().FileIssue(c.Context, env.actor(), ops.FileIssue{Repo: repo, Title: c.String("title"), Body: body})
 	if err != nil {
 		return err
 	}
-	env.Note("ISSUE", is.ID)
 	return env.Print(c, is, func(w io.Writer) {
 		fmt.Fprintf(w, "issue %s filed\n", is.ID)
-		if u := env.issueURL(key, is.ID); u != "" {
+		if u := env.issueURL(is.Repo, is.ID); u != "" {
 			fmt.Fprintln(w, u)
 		}
 	})
 }
 
 func (env *Env) issueList(c *cli.Context) error {
-	if err := issues.CheckState(c.String("state")); err != nil {
-		return err
-	}
-	if err := checkLimit(c); err != nil {
-		return err
-	}
-	key, err := env.repoArg(c, access.Read)
+	repo, err := repoArg(c)
 	if err != nil {
 		return err
 	}
-	list, err := issues.List(c.Context, env.DB.R(), key, c.String("state"), c.Int("limit"), c.String("after"), env.clock())
+	page, err := env.Ops().ListIssues(c.Context, env.actor(), ops.ListIssues{
+		Repo: repo, State: c.String("state"), Limit: c.Int("limit"), After: c.String("after"),
+	})
 	if err != nil {
 		return err
 	}
+	list := page.Issues
 	return env.Print(c, list, func(w io.Writer) {
 		for _, is := range list {
 			lease := ""
@@ -161,11 +144,11 @@ func (env *Env) issueList(c *cli.Context) error {
 }
 
 func (env *Env) issueShow(c *cli.Context) error {
-	t, err := env.issueTarget(c, access.Read, issues.Resolve)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	d, err := issues.Get(c.Context, env.DB.R(), t.key, t.id, env.clock())
+	d, err := env.Ops().ShowIssue(c.Context, env.actor(), r)
 	if err != nil {
 		return err
 	}
@@ -220,11 +203,11 @@ func (env *Env) issueComment(c *cli.Context) error {
 	if !c.IsSet("body") {
 		return fault.New(fault.Usage, "usage: issue comment REPO ID --body B: --body is required (- reads stdin)")
 	}
-	token, fenced, err := leaseToken(c)
+	token, err := leaseToken(c)
 	if err != nil {
 		return err
 	}
-	t, err := env.issueTarget(c, access.Read, issues.Resolve)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
@@ -232,51 +215,32 @@ func (env *Env) issueComment(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	var cm issues.Comment
-	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		now := env.clock()
-		if fenced {
-			if err := leases.Fence(c.Context, tx, key, id, env.Principal, token, now); err != nil {
-				return err
-			}
-		}
-		cm, err = issues.AddComment(c.Context, tx, key, id, env.Principal, body, now)
-		return err
-	})
+	cm, err := env.Ops().Comment(c.Context, env.actor(), ops.Comment{Issue: r, Body: body, LeaseToken: token})
 	if err != nil {
 		return err
 	}
-	return env.Print(c, cm, func(w io.Writer) { fmt.Fprintf(w, "comment %s on issue %s\n", cm.ID, id) })
+	return env.Print(c, cm, func(w io.Writer) { fmt.Fprintf(w, "comment %s on issue %s\n", cm.ID, cm.IssueID) })
 }
 
-// issueSetState closes or reopens an issue by the rule of issues.Change.
-func (env *Env) issueSetState(c *cli.Context, state string) error {
-	token, _, err := leaseToken(c)
+// issueSetState closes or reopens an issue.
+func (env *Env) issueSetState(c *cli.Context, state issues.State) error {
+	token, err := leaseToken(c)
 	if err != nil {
 		return err
 	}
-	t, err := env.issueTarget(c, access.Read, issues.Resolve)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	id := t.id
-	var is issues.Issue
-	var changed bool
-	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		is, changed, err = issues.Change(c.Context, tx, t.key, id, issues.Edit{
-			Principal: env.Principal, Level: t.lvl, State: &state, LeaseToken: token,
-		}, env.clock())
-		return err
-	})
+	is, changed, err := env.Ops().EditIssue(c.Context, env.actor(), ops.EditIssue{Issue: r, State: &state, LeaseToken: token})
 	if err != nil {
 		return err
 	}
 	return env.Print(c, is, func(w io.Writer) {
 		if !changed {
-			fmt.Fprintf(w, "issue %s was already %s\n", id, state)
+			fmt.Fprintf(w, "issue %s was already %s\n", is.ID, state)
 			return
 		}
-		fmt.Fprintf(w, "issue %s %s\n", id, map[string]string{issues.Closed: "closed", issues.Open: "reopened"}[state])
+		fmt.Fprintf(w, "issue %s %s\n", is.ID, map[issues.State]string{issues.Closed: "closed", issues.Open: "reopened"}[state])
 	})
 }

@@ -1,17 +1,14 @@
 package verbs
 
 import (
-	"database/sql"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/collab-forge/collab/internal/access"
-	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/ops"
 )
 
 func leaseCommand(env *Env) *cli.Command {
@@ -60,43 +57,20 @@ func ttlOf(c *cli.Context) (time.Duration, error) {
 	return leases.ParseTTL(c.String("ttl"))
 }
 
-// leaseTarget is the issue of a lease verb that takes --force: write
-// access is needed, and --force is refused to non-admins.
-func (env *Env) leaseTarget(c *cli.Context, resolve resolver) (t target, force bool, err error) {
-	t, err = env.issueTarget(c, access.Write, resolve)
-	if err != nil {
-		return target{}, false, err
-	}
-	if c.Bool("force") && t.lvl < access.Admin {
-		return target{}, false, fault.New(fault.Denied, "permission denied: only a repository admin may override a lease (--force)")
-	}
-	return t, c.Bool("force"), nil
-}
-
 func (env *Env) leaseAcquire(c *cli.Context) error {
 	ttl, err := ttlOf(c)
 	if err != nil {
 		return err
 	}
-	t, force, err := env.leaseTarget(c, issues.ResolveOpen)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	if !force {
-		if err := leases.CheckFree(c.Context, env.DB.R(), key, id, env.Principal, env.clock()); err != nil {
-			return err
-		}
-	}
-	var l leases.Lease
-	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		l, err = leases.Acquire(c.Context, tx, key, id, env.Principal, ttl, force, env.clock())
-		return err
-	})
+	l, err := env.Ops().AcquireLease(c.Context, env.actor(), ops.Acquire{Issue: r, TTL: ttl, Force: c.Bool("force")})
 	if err != nil {
 		return err
 	}
-	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", id, leaseText(l)) })
+	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", l.IssueID, leaseText(l)) })
 }
 
 func (env *Env) leaseRenew(c *cli.Context) error {
@@ -104,20 +78,15 @@ func (env *Env) leaseRenew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := env.issueTarget(c, access.Write, issues.ResolveLeased)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	var l leases.Lease
-	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		l, err = leases.Renew(c.Context, tx, key, id, env.Principal, ttl, env.clock())
-		return err
-	})
+	l, err := env.Ops().RenewLease(c.Context, env.actor(), ops.Renew{Issue: r, TTL: ttl})
 	if err != nil {
 		return err
 	}
-	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", id, leaseText(l)) })
+	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", l.IssueID, leaseText(l)) })
 }
 
 // releaseResult is what `lease release --json` prints; released matches
@@ -130,32 +99,27 @@ type releaseResult struct {
 }
 
 func (env *Env) leaseRelease(c *cli.Context) error {
-	t, force, err := env.leaseTarget(c, issues.ResolveIssueOrLease)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	var released bool
-	err = env.DB.Write(c.Context, func(tx *sql.Tx) error {
-		released, err = leases.Release(c.Context, tx, key, id, env.Principal, force, env.clock())
-		return err
-	})
+	rel, err := env.Ops().ReleaseLease(c.Context, env.actor(), ops.Release{Issue: r, Force: c.Bool("force")})
 	if err != nil {
 		return err
 	}
-	res := releaseResult{Released: released, Result: "not held", Repo: key, IssueID: id}
-	if released {
+	res := releaseResult{Released: rel.Released, Result: "not held", Repo: rel.Repo, IssueID: rel.IssueID}
+	if rel.Released {
 		res.Result = "released"
 	}
 	return env.Print(c, res, func(w io.Writer) { fmt.Fprintln(w, res.Result) })
 }
 
 func (env *Env) leaseList(c *cli.Context) error {
-	key, err := env.repoArg(c, access.Read)
+	repo, err := repoArg(c)
 	if err != nil {
 		return err
 	}
-	list, err := leases.List(c.Context, env.DB.R(), key, env.clock())
+	list, err := env.Ops().Leases(c.Context, env.actor(), repo)
 	if err != nil {
 		return err
 	}

@@ -1,19 +1,15 @@
 package verbs
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/collab-forge/collab/internal/access"
-	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
-	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
 )
 
@@ -26,7 +22,7 @@ func patchCommand(env *Env) *cli.Command {
 				Name:      "list",
 				Usage:     "list patches, newest first",
 				ArgsUsage: "REPO [--state open|merged|closed|all] [--limit N] [--after ID]",
-				Flags:     listFlags("patch", patches.Open, "open, merged, closed or all"),
+				Flags:     listFlags("patch", string(patches.Open), "open, merged, closed or all"),
 				Action:    env.patchList,
 			},
 			{
@@ -94,66 +90,13 @@ func patchCommand(env *Env) *cli.Command {
 	}
 }
 
-// diffJSON is what patch diff --json prints.
-type diffJSON struct {
-	PatchID  string `json:"patch_id"`
-	Revision int    `json:"revision"`
-	// From is the revision the interdiff starts at, null for a plain diff.
-	From   *int   `json:"from"`
-	Base   string `json:"base_commit"`
-	Commit string `json:"commit"`
-	diff.Result
-}
-
-func (env *Env) patchURL(key, id string) string {
-	if env.URL == "" {
-		return ""
-	}
-	return env.URL + "/" + reponame.Display(key) + "/-/patches/" + id
-}
-
-func (env *Env) patchView(p patches.Patch) review.Listed {
-	return review.Listed{Patch: review.Describe(p), URL: env.patchURL(p.Repo, p.ID)}
-}
-
-// logPatch records a change made to a patch, with the journal's fields.
-func (env *Env) logPatch(ctx context.Context, msg, key, id string, args ...any) {
-	if env.Log == nil {
-		return
-	}
-	// REPO comes from serve's logger, which names it for every verb line.
-	env.Log.InfoContext(ctx, msg, append([]any{"PATCH", id, "OUTCOME", "ok"}, args...)...)
-}
-
-func (env *Env) repoDir(key string) (string, error) {
-	return reponame.Dir(env.Root.ReposDir(), key)
-}
-
 func (env *Env) patchList(c *cli.Context) error {
-	if err := patches.CheckState(c.String("state")); err != nil {
-		return err
-	}
-	if err := checkLimit(c); err != nil {
-		return err
-	}
-	key, err := env.repoArg(c, access.Read)
+	repo, err := repoArg(c)
 	if err != nil {
 		return err
 	}
-	var out []review.Listed
-	err = env.DB.Read(c.Context, func(tx *sql.Tx) error {
-		list, err := patches.List(c.Context, tx, key, strings.ToLower(c.String("state")), c.Int("limit"), c.String("after"))
-		if err != nil {
-			return err
-		}
-		out = make([]review.Listed, 0, len(list))
-		for _, p := range list {
-			if p.Reviews, err = patches.Reviews(c.Context, tx, key, p.ID); err != nil {
-				return err
-			}
-			out = append(out, env.patchView(p))
-		}
-		return nil
+	out, err := env.Ops().ListPatches(c.Context, env.actor(), ops.ListPatches{
+		Repo: repo, State: c.String("state"), Limit: c.Int("limit"), After: c.String("after"),
 	})
 	if err != nil {
 		return err
@@ -167,23 +110,11 @@ func (env *Env) patchList(c *cli.Context) error {
 }
 
 func (env *Env) patchShow(c *cli.Context) error {
-	t, err := env.patchTarget(c, access.Read)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	var out review.Shown
-	err = env.DB.Read(c.Context, func(tx *sql.Tx) error {
-		p, err := patches.Get(c.Context, tx, t.key, t.id)
-		if err != nil {
-			return err
-		}
-		tl, err := review.Timeline(c.Context, tx, p)
-		if err != nil {
-			return err
-		}
-		out = review.Shown{Listed: env.patchView(p), Timeline: tl}
-		return nil
-	})
+	out, err := env.Ops().ShowPatch(c.Context, env.actor(), r)
 	if err != nil {
 		return err
 	}
@@ -303,65 +234,31 @@ func entryText(e review.Entry) string {
 	}
 }
 
+// numbered reads a revision or line flag: 0 when not given, else a
+// number from 1.
+func numbered(c *cli.Context, name string) (int, error) {
+	if !c.IsSet(name) {
+		return 0, nil
+	}
+	return c.Int(name), ops.CheckNumbered(name, c.Int(name))
+}
+
 func (env *Env) patchDiff(c *cli.Context) error {
-	if c.IsSet("revision") && c.Int("revision") < 1 {
-		return fault.New(fault.Usage, "bad revision %d: revisions are numbered from 1", c.Int("revision"))
-	}
-	if c.IsSet("from") && c.Int("from") < 1 {
-		return fault.New(fault.Usage, "bad revision %d: revisions are numbered from 1", c.Int("from"))
-	}
-	t, err := env.patchTarget(c, access.Read)
+	rev, err := numbered(c, "revision")
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	revs, err := patches.Revisions(c.Context, env.DB.R(), key, id)
+	from, err := numbered(c, "from")
 	if err != nil {
 		return err
 	}
-	pick := func(n int) (patches.Revision, error) {
-		if n == 0 && len(revs) > 0 {
-			return revs[len(revs)-1], nil
-		}
-		for _, r := range revs {
-			if r.Number == n {
-				return r, nil
-			}
-		}
-		if n == 0 {
-			return patches.Revision{}, fault.New(fault.NotFound, "patch %s has no revisions", id)
-		}
-		return patches.Revision{}, fault.New(fault.NotFound, "patch %s has no revision %d (it has %d)", id, n, len(revs))
-	}
-	to, err := pick(c.Int("revision"))
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	dir, err := env.repoDir(key)
+	out, err := env.Ops().PatchDiff(c.Context, env.actor(), ops.PatchDiff{Patch: r, Revision: rev, From: from})
 	if err != nil {
 		return err
-	}
-	out := diffJSON{PatchID: id, Revision: to.Number, Base: to.BaseCommit, Commit: to.Commit}
-	toRange := diff.Range{Base: to.BaseCommit, Commit: to.Commit}
-	if c.IsSet("from") {
-		from, err := pick(c.Int("from"))
-		if err != nil {
-			return err
-		}
-		n := from.Number
-		out.From = &n
-		out.Result, err = diff.Interdiff(c.Context, dir, diff.Range{Base: from.BaseCommit, Commit: from.Commit}, toRange, diff.DefaultLimits())
-		if err != nil {
-			return fmt.Errorf("interdiff %d→%d of %s: %w", from.Number, to.Number, id, err)
-		}
-	} else {
-		out.Result, err = diff.Revision(c.Context, dir, toRange, diff.DefaultLimits())
-		if err != nil {
-			return fmt.Errorf("diff of revision %d of %s: %w", to.Number, id, err)
-		}
-	}
-	if out.Notes == nil {
-		out.Notes = []string{}
 	}
 	return env.Print(c, out, func(w io.Writer) { _ = out.WriteText(w) })
 }
@@ -376,70 +273,56 @@ func (env *Env) patchReview(c *cli.Context) error {
 	if len(verdicts) != 1 {
 		return fault.New(fault.Usage, "give exactly one of --approve, --request-changes or --comment")
 	}
-	if c.IsSet("revision") && c.Int("revision") < 1 {
-		return fault.New(fault.Usage, "bad revision %d: revisions are numbered from 1", c.Int("revision"))
-	}
-	if c.IsSet("line") && c.Int("line") < 1 {
-		return fault.New(fault.Usage, "bad line %d: lines are numbered from 1", c.Int("line"))
-	}
-	t, err := env.patchTarget(c, review.Need(verdicts[0]))
+	rev, err := numbered(c, "revision")
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
+	line, err := numbered(c, "line")
+	if err != nil {
+		return err
+	}
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
 	body, err := env.Body(c, "body")
 	if err != nil {
 		return err
 	}
-	dir, err := env.repoDir(key)
-	if err != nil {
-		return err
-	}
-	r, err := review.Post(c.Context, env.DB, dir, review.Input{
-		Repo: key, PatchID: id, Author: env.Principal, Verdict: verdicts[0], Body: body,
-		Revision: c.Int("revision"), File: c.String("file"), Line: c.Int("line"),
+	posted, err := env.Ops().Review(c.Context, env.actor(), ops.Review{
+		Patch: r, Verdict: verdicts[0], Body: body,
+		Revision: rev, File: c.String("file"), Line: line,
 		LeaseToken: c.String("lease-token"),
-	}, env.clock())
+	})
 	if err != nil {
 		return err
 	}
-	env.logPatch(c.Context, "review posted", key, id, "review", r.ID, "verdict", r.Verdict, "revision", r.Revision)
-	revs, err := patches.Revisions(c.Context, env.DB.R(), key, id)
-	if err != nil {
-		return err
-	}
-	v := review.Views([]patches.Review{r}, revs[len(revs)-1].Number)[0]
+	v := posted.Review
 	return env.Print(c, v, func(w io.Writer) {
 		what := fmt.Sprintf("%s %s revision %d", env.Principal, verdictText(v.Verdict), v.Revision)
 		if v.IsInline() {
 			what = fmt.Sprintf("%s commented on %s in revision %d", env.Principal, v.Anchor(), v.Revision)
 		}
-		fmt.Fprintf(w, "review %s: %s of patch %s%s\n", v.ID, what, id, olderNote(v))
+		fmt.Fprintf(w, "review %s: %s of patch %s%s\n", v.ID, what, posted.PatchID, olderNote(v))
 	})
 }
 
-func (env *Env) patchSetState(c *cli.Context, state string) error {
-	t, err := env.patchTarget(c, access.Write)
+func (env *Env) patchSetState(c *cli.Context, state patches.State) error {
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	changed, err := review.SetState(c.Context, env.DB, key, id, state, env.Principal, env.clock())
+	ch, err := env.Ops().SetPatchState(c.Context, env.actor(), r, state)
 	if err != nil {
 		return err
 	}
-	env.logPatch(c.Context, "patch state set", key, id, "state", state, "changed", changed)
-	p, err := patches.Get(c.Context, env.DB.R(), key, id)
-	if err != nil {
-		return err
-	}
-	out := env.patchView(p)
-	return env.Print(c, out, func(w io.Writer) {
-		if !changed {
+	id := ch.Patch.ID
+	return env.Print(c, ch.Patch, func(w io.Writer) {
+		if !ch.Changed {
 			fmt.Fprintf(w, "patch %s was already %s\n", id, state)
 			return
 		}
-		fmt.Fprintf(w, "patch %s %s\n", id, map[string]string{patches.Closed: "closed", patches.Open: "reopened"}[state])
+		fmt.Fprintf(w, "patch %s %s\n", id, map[patches.State]string{patches.Closed: "closed", patches.Open: "reopened"}[state])
 	})
 }
 
@@ -447,29 +330,17 @@ func (env *Env) patchMerge(c *cli.Context) error {
 	if !c.IsSet("commit") {
 		return fault.New(fault.Usage, "--commit is required: the merged commit on the patch's target branch")
 	}
-	t, err := env.patchTarget(c, access.Write)
+	r, err := ref(c)
 	if err != nil {
 		return err
 	}
-	key, id := t.key, t.id
-	dir, err := env.repoDir(key)
+	ch, m, err := env.Ops().RecordMerge(c.Context, env.actor(), ops.Merge{Patch: r, Commit: c.String("commit")})
 	if err != nil {
 		return err
 	}
-	m, recorded, err := review.Merge(c.Context, env.DB, dir, key, id, c.String("commit"), env.Principal, env.clock())
-	if err != nil {
-		return err
-	}
-	if recorded {
-		env.logPatch(c.Context, "merge recorded by hand", key, id, "NEW_OID", m.Commit, "REF", "refs/heads/"+m.Branch)
-	}
-	p, err := patches.Get(c.Context, env.DB.R(), key, id)
-	if err != nil {
-		return err
-	}
-	out := env.patchView(p)
-	return env.Print(c, out, func(w io.Writer) {
-		if !recorded {
+	id := ch.Patch.ID
+	return env.Print(c, ch.Patch, func(w io.Writer) {
+		if !ch.Changed {
 			fmt.Fprintf(w, "patch %s was already merged: %s on %s, recorded by %s\n", id, m.Commit, m.Branch, m.By)
 			return
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/reponame"
 )
 
@@ -23,7 +22,7 @@ func repoCommand(env *Env) *cli.Command {
 					if _, err := Args(c); err != nil {
 						return err
 					}
-					rs, err := principals.ReadableRepos(c.Context, env.DB.R(), env.Principal)
+					rs, err := env.Ops().Repos(c.Context, env.actor())
 					if err != nil {
 						return err
 					}

@@ -5,9 +5,6 @@ import (
 	"io"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/tokens"
 )
 
 // tokenCommand manages the principal's own bearer tokens for the HTTP API
@@ -25,10 +22,7 @@ func tokenCommand(env *Env) *cli.Command {
 					if _, err := Args(c); err != nil {
 						return err
 					}
-					if err := anonymousRefused(env); err != nil {
-						return err
-					}
-					t, err := tokens.New(c.Context, env.DB, env.Principal, c.String("name"), env.Now())
+					t, err := env.Ops().NewToken(c.Context, env.actor(), c.String("name"))
 					if err != nil {
 						return err
 					}
@@ -46,10 +40,7 @@ func tokenCommand(env *Env) *cli.Command {
 					if _, err := Args(c); err != nil {
 						return err
 					}
-					if err := anonymousRefused(env); err != nil {
-						return err
-					}
-					ts, err := tokens.List(c.Context, env.DB.R(), env.Principal)
+					ts, err := env.Ops().Tokens(c.Context, env.actor())
 					if err != nil {
 						return err
 					}
@@ -74,10 +65,7 @@ func tokenCommand(env *Env) *cli.Command {
 					if err != nil {
 						return err
 					}
-					if err := anonymousRefused(env); err != nil {
-						return err
-					}
-					if err := tokens.Revoke(c.Context, env.DB, env.Principal, a[0]); err != nil {
+					if err := env.Ops().RevokeToken(c.Context, env.actor(), a[0]); err != nil {
 						return err
 					}
 					return env.Print(c, map[string]any{"name": a[0], "revoked": true}, func(w io.Writer) {
@@ -87,11 +75,4 @@ func tokenCommand(env *Env) *cli.Command {
 			},
 		},
 	}
-}
-
-func anonymousRefused(env *Env) error {
-	if env.Principal == "" {
-		return fault.New(fault.Denied, "tokens belong to a principal; anonymous callers have none")
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/argv"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -41,10 +42,26 @@ type Env struct {
 	// Notes are journal fields (ISSUE, PATCH) a verb found out, for the
 	// caller's log entry about the whole verb.
 	Notes []any
+
+	svc *ops.Service
 }
 
 // Note records a journal field for the caller's entry about this verb.
 func (env *Env) Note(key string, value any) { env.Notes = append(env.Notes, key, value) }
+
+// Ops is the use-case layer the verbs call, made on first use from env.
+func (env *Env) Ops() *ops.Service {
+	if env.svc == nil {
+		env.svc = &ops.Service{DB: env.DB, Root: env.Root, Now: env.Now, Log: env.Log, URL: env.URL, Note: env.Note}
+	}
+	return env.svc
+}
+
+// actor is the principal the verbs run for.
+func (env *Env) actor() ops.Actor { return ops.Actor{Principal: env.Principal} }
+
+// flagWord words an input field the way the verbs take it: as its flag.
+func flagWord(field string) string { return "--" + field }
 
 // App builds the verb tree for env.
 func App(env *Env) *cli.App {
@@ -94,9 +111,10 @@ func Run(ctx context.Context, env *Env, words []string) int {
 	if env.Log != nil {
 		env.Log.ErrorContext(ctx, "verb refused", "verb", strings.Join(first2(words), " "), "OUTCOME", "refused", "error", err.Error())
 	}
-	fmt.Fprintf(env.Stderr, "collab: %s\n", oneLine(fe.Msg))
+	msg := fe.Say(flagWord)
+	fmt.Fprintf(env.Stderr, "collab: %s\n", oneLine(msg))
 	if WantsJSON(words) {
-		obj := map[string]any{"error": fe.Msg}
+		obj := map[string]any{"error": msg}
 		for k, v := range fe.Fields {
 			obj[k] = v
 		}
@@ -167,7 +185,7 @@ func (env *Env) Body(c *cli.Context, name string) (string, error) {
 		}
 		v = trimNewline(string(b))
 	}
-	return v, text.Check(name, v, MaxBody)
+	return v, fault.OnField(text.Check(name, v, MaxBody), name)
 }
 
 // trimNewline drops one trailing line end (LF or CRLF).

@@ -10,12 +10,6 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 )
 
-// whoamiResult is whoami's JSON: the principal and its grants.
-type whoamiResult struct {
-	Principal string             `json:"principal"`
-	Grants    []principals.Grant `json:"grants"`
-}
-
 func whoamiCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "whoami",
@@ -25,13 +19,13 @@ func whoamiCommand(env *Env) *cli.Command {
 			if _, err := Args(c); err != nil {
 				return err
 			}
-			gs, err := principals.Grants(c.Context, env.DB.R(), env.Principal)
+			me, err := env.Ops().Whoami(c.Context, env.actor())
 			if err != nil {
 				return err
 			}
-			return env.Print(c, whoamiResult{Principal: env.Principal, Grants: gs}, func(w io.Writer) {
-				fmt.Fprintln(w, env.Principal)
-				for _, g := range gs {
+			return env.Print(c, me, func(w io.Writer) {
+				fmt.Fprintln(w, me.Principal)
+				for _, g := range me.Grants {
 					repo := "*"
 					if g.Repo != principals.AllRepos {
 						repo = reponame.Display(g.Repo)

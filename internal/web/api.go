@@ -1,9 +1,7 @@
 package web
 
 import (
-	"context"
 	"crypto/ed25519"
-	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -12,15 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/collab-forge/collab/internal/access"
-	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
-	"github.com/collab-forge/collab/internal/patches"
-	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/reponame"
-	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -35,14 +29,8 @@ func (s *Server) apiSigningKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// readable returns the repositories the caller may read, by name, with
-// the caller's access: the objects `repo list --json` prints.
-func (s *Server) readable(ctx context.Context, principal string) ([]principals.Readable, error) {
-	return principals.ReadableRepos(ctx, s.cfg.DB.R(), principal)
-}
-
 func (s *Server) apiRepos(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.readable(r.Context(), principalOf(r))
+	list, err := s.ops.Repos(r.Context(), actor(r))
 	if err != nil {
 		return err
 	}
@@ -51,11 +39,11 @@ func (s *Server) apiRepos(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiRepo(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
-	rp, err := repos.Get(r.Context(), s.cfg.DB.R(), key)
+	rp, err := s.ops.Repo(r.Context(), actor(r), name)
 	if err != nil {
 		return err
 	}
@@ -76,40 +64,43 @@ func setNext(w http.ResponseWriter, r *http.Request, n, limit int, after string)
 	w.Header().Set("Link", fmt.Sprintf("<%s?%s>; rel=\"next\"", r.URL.EscapedPath(), q.Encode()))
 }
 
+// listIssues reads the issue list of {repo} as ?state=, ?q= and the page
+// ask, with the comment counts when counts; state is the state asked for
+// ("" when none).
+func (s *Server) listIssues(r *http.Request, state string, counts bool) (list ops.IssueList, limit int, after string, err error) {
+	name, err := repoName(r)
+	if err != nil {
+		return ops.IssueList{}, 0, "", err
+	}
+	if limit, after, err = page(r); err != nil {
+		return ops.IssueList{}, 0, "", err
+	}
+	list, err = s.ops.ListIssues(r.Context(), actor(r), ops.ListIssues{
+		Repo: name, State: state, Limit: limit, After: after, Query: strings.TrimSpace(r.URL.Query().Get("q")), Counts: counts,
+	})
+	return list, limit, after, err
+}
+
 func (s *Server) apiIssues(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	list, limit, _, err := s.listIssues(r, r.URL.Query().Get("state"), false)
 	if err != nil {
 		return err
 	}
-	limit, after, err := page(r)
-	if err != nil {
-		return err
+	if n := len(list.Issues); n > 0 {
+		setNext(w, r, n, limit, list.Issues[n-1].ID)
 	}
-	state := r.URL.Query().Get("state")
-	var list []issues.Issue
-	if q := strings.TrimSpace(r.URL.Query().Get("q")); q != "" {
-		list, err = s.searchIssues(r.Context(), key, state, q, limit, after)
-	} else {
-		list, err = issues.List(r.Context(), s.cfg.DB.R(), key, state, limit, after, s.now())
-	}
-	if err != nil {
-		return err
-	}
-	if len(list) > 0 {
-		setNext(w, r, len(list), limit, list[len(list)-1].ID)
-	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, list.Issues)
 	return nil
 }
 
 type issueBody struct {
-	Title *string `json:"title"`
-	Body  *string `json:"body"`
-	State *string `json:"state"`
+	Title *string       `json:"title"`
+	Body  *string       `json:"body"`
+	State *issues.State `json:"state"`
 }
 
 func (s *Server) apiFileIssue(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
@@ -120,23 +111,13 @@ func (s *Server) apiFileIssue(w http.ResponseWriter, r *http.Request) error {
 	if b.State != nil {
 		return fault.New(fault.Usage, "a new issue is open; leave out state")
 	}
-	is, err := s.fileIssue(r.Context(), key, principalOf(r), deref(b.Title), deref(b.Body))
+	is, err := s.ops.FileIssue(r.Context(), actor(r), ops.FileIssue{Repo: name, Title: deref(b.Title), Body: deref(b.Body)})
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/api/v1/repos/"+url.PathEscape(reponame.Display(key))+"/issues/"+is.ID)
+	w.Header().Set("Location", "/api/v1/repos/"+url.PathEscape(reponame.Display(is.Repo))+"/issues/"+is.ID)
 	writeJSON(w, http.StatusCreated, is)
 	return nil
-}
-
-func (s *Server) fileIssue(ctx context.Context, key, author, title, body string) (issues.Issue, error) {
-	var is issues.Issue
-	err := s.cfg.DB.Write(ctx, func(tx *sql.Tx) error {
-		var err error
-		is, err = issues.New(ctx, tx, key, author, title, body, s.now())
-		return err
-	})
-	return is, err
 }
 
 func deref(p *string) string {
@@ -147,11 +128,11 @@ func deref(p *string) string {
 }
 
 func (s *Server) apiIssue(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Read, issues.Resolve)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	d, err := issues.Get(r.Context(), s.cfg.DB.R(), t.key, t.id, s.now())
+	d, err := s.ops.ShowIssue(r.Context(), actor(r), ref)
 	if err != nil {
 		return err
 	}
@@ -160,11 +141,11 @@ func (s *Server) apiIssue(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Read, issues.Resolve)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	token, _, err := leaseToken(r)
+	token, err := leaseToken(r)
 	if err != nil {
 		return err
 	}
@@ -178,9 +159,7 @@ func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) error {
 	if b.State == nil && b.Title == nil {
 		return fault.New(fault.Usage, "nothing to change: give state (open, closed) or title")
 	}
-	is, err := s.changeIssue(r.Context(), t.key, t.id, issues.Edit{
-		Principal: principalOf(r), Level: t.lvl, State: b.State, Title: b.Title, LeaseToken: token,
-	})
+	is, _, err := s.ops.EditIssue(r.Context(), actor(r), ops.EditIssue{Issue: ref, State: b.State, Title: b.Title, LeaseToken: token})
 	if err != nil {
 		return err
 	}
@@ -188,20 +167,8 @@ func (s *Server) apiPatchIssue(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// changeIssue changes an issue's state and/or title in one transaction,
-// by the rule of issues.Change that the verbs follow too.
-func (s *Server) changeIssue(ctx context.Context, key, id string, e issues.Edit) (issues.Issue, error) {
-	var is issues.Issue
-	err := s.cfg.DB.Write(ctx, func(tx *sql.Tx) error {
-		var err error
-		is, _, err = issues.Change(ctx, tx, key, id, e, s.now())
-		return err
-	})
-	return is, err
-}
-
 func (s *Server) apiComments(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Read, issues.Resolve)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
@@ -209,7 +176,7 @@ func (s *Server) apiComments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cs, more, err := issues.CommentPage(r.Context(), s.cfg.DB.R(), t.key, t.id, after, "", limit, apiCommentsBytes)
+	cs, more, err := s.ops.Comments(r.Context(), actor(r), ops.Comments{Issue: ref, After: after, Limit: limit, MaxBytes: apiCommentsBytes})
 	if err != nil {
 		return err
 	}
@@ -225,11 +192,11 @@ func (s *Server) apiComments(w http.ResponseWriter, r *http.Request) error {
 const apiCommentsBytes = 4 << 20
 
 func (s *Server) apiComment(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Read, issues.Resolve)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	token, fenced, err := leaseToken(r)
+	token, err := leaseToken(r)
 	if err != nil {
 		return err
 	}
@@ -239,7 +206,7 @@ func (s *Server) apiComment(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	c, err := s.addComment(r.Context(), t.key, t.id, principalOf(r), b.Body, token, fenced)
+	c, err := s.ops.Comment(r.Context(), actor(r), ops.Comment{Issue: ref, Body: b.Body, LeaseToken: token})
 	if err != nil {
 		return err
 	}
@@ -247,24 +214,8 @@ func (s *Server) apiComment(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) addComment(ctx context.Context, key, id, principal, body string, token int64, fenced bool) (issues.Comment, error) {
-	var c issues.Comment
-	err := s.cfg.DB.Write(ctx, func(tx *sql.Tx) error {
-		now := s.now()
-		if fenced {
-			if err := leases.Fence(ctx, tx, key, id, principal, token, now); err != nil {
-				return err
-			}
-		}
-		var err error
-		c, err = issues.AddComment(ctx, tx, key, id, principal, body, now)
-		return err
-	})
-	return c, err
-}
-
 func (s *Server) apiAcquire(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Write, issues.Resolve)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
@@ -277,20 +228,14 @@ func (s *Server) apiAcquire(w http.ResponseWriter, r *http.Request) error {
 	}
 	var ttl time.Duration
 	if b.TTLSeconds != nil {
+		// Bounded here, before the conversion can overflow; leases.CheckTTL
+		// gives the same bounds in a duration's words.
 		if *b.TTLSeconds < 1 || *b.TTLSeconds > int64(leases.MaxTTL/time.Second) {
 			return fault.New(fault.Usage, "bad ttl_seconds %d: want 1 to %d, or leave it out for an open-ended assignment", *b.TTLSeconds, int64(leases.MaxTTL/time.Second))
 		}
 		ttl = time.Duration(*b.TTLSeconds) * time.Second
 	}
-	if err := mayForce(b.Force, t); err != nil {
-		return err
-	}
-	var l leases.Lease
-	err = s.cfg.DB.Write(r.Context(), func(tx *sql.Tx) error {
-		var err error
-		l, err = leases.Acquire(r.Context(), tx, t.key, t.id, principalOf(r), ttl, b.Force, s.now())
-		return err
-	})
+	l, err := s.ops.AcquireLease(r.Context(), actor(r), ops.Acquire{Issue: ref, TTL: ttl, Force: b.Force})
 	if err != nil {
 		return err
 	}
@@ -299,41 +244,24 @@ func (s *Server) apiAcquire(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiRelease(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Write, issues.ResolveIssueOrLease)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	force := r.URL.Query().Get("force") == "true"
-	if err := mayForce(force, t); err != nil {
-		return err
-	}
-	var released bool
-	err = s.cfg.DB.Write(r.Context(), func(tx *sql.Tx) error {
-		var err error
-		released, err = leases.Release(r.Context(), tx, t.key, t.id, principalOf(r), force, s.now())
-		return err
-	})
+	rel, err := s.ops.ReleaseLease(r.Context(), actor(r), ops.Release{Issue: ref, Force: r.URL.Query().Get("force") == "true"})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"released": released})
-	return nil
-}
-
-// mayForce refuses an override of someone else's lease to non-admins.
-func mayForce(force bool, t target) error {
-	if force && t.lvl < access.Admin {
-		return fault.New(fault.Denied, "permission denied: admin access to %s needed to override a lease", reponame.Display(t.key))
-	}
+	writeJSON(w, http.StatusOK, map[string]bool{"released": rel.Released})
 	return nil
 }
 
 func (s *Server) apiLeases(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
-	ls, err := leases.List(r.Context(), s.cfg.DB.R(), key, s.now())
+	ls, err := s.ops.Leases(r.Context(), actor(r), name)
 	if err != nil {
 		return err
 	}
@@ -342,7 +270,7 @@ func (s *Server) apiLeases(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
@@ -350,21 +278,7 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var out []review.Listed
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		list, err := patches.List(r.Context(), tx, key, r.URL.Query().Get("state"), limit, after)
-		if err != nil {
-			return err
-		}
-		out = make([]review.Listed, 0, len(list))
-		for _, p := range list {
-			if p.Reviews, err = patches.Reviews(r.Context(), tx, key, p.ID); err != nil {
-				return err
-			}
-			out = append(out, s.patchView(p))
-		}
-		return nil
-	})
+	out, err := s.ops.ListPatches(r.Context(), actor(r), ops.ListPatches{Repo: name, State: r.URL.Query().Get("state"), Limit: limit, After: after})
 	if err != nil {
 		return err
 	}
@@ -375,21 +289,16 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// patchView is the patch object as `patch list --json` prints it.
-func (s *Server) patchView(p patches.Patch) review.Listed {
-	v := review.Listed{Patch: review.Describe(p)}
-	if s.cfg.URL != "" {
-		v.URL = s.cfg.URL + pagePath(p.Repo, "patches", p.ID)
-	}
-	return v
-}
-
 func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) error {
-	_, p, tl, err := s.patch(r)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, review.Shown{Listed: s.patchView(p), Timeline: tl})
+	p, err := s.ops.ShowPatch(r.Context(), actor(r), ref)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, p)
 	return nil
 }
 
@@ -407,15 +316,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) error {
 			return fault.New(fault.Usage, "bad after %q: want an event id", text.Clip(afterS))
 		}
 	}
-	list, err := s.readable(r.Context(), principalOf(r))
-	if err != nil {
-		return err
-	}
-	names := make([]string, len(list))
-	for i, rp := range list {
-		names[i] = rp.Name
-	}
-	out, err := events.List(r.Context(), s.cfg.DB.R(), after, names, limit)
+	out, err := s.ops.Events(r.Context(), actor(r), after, limit)
 	if err != nil {
 		return err
 	}
@@ -427,6 +328,10 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
+	ref, err := idRef(r)
+	if err != nil {
+		return err
+	}
 	var b struct {
 		Verdict  string `json:"verdict"`
 		Body     string `json:"body"`
@@ -440,58 +345,14 @@ func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
 	if b.Verdict == "" {
 		b.Verdict = review.Comment
 	}
-	t, rv, err := s.postReviewOf(r, review.Input{
-		Verdict: b.Verdict, Body: b.Body, Revision: b.Revision, File: b.File, Line: b.Line,
+	posted, err := s.ops.Review(r.Context(), actor(r), ops.Review{
+		Patch: ref, Verdict: b.Verdict, Body: b.Body, Revision: b.Revision, File: b.File, Line: b.Line,
 		LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token")),
 	})
 	if err != nil {
 		return err
 	}
 	// As `patch review --json`: the review marked outdated or not.
-	revs, err := patches.Revisions(r.Context(), s.cfg.DB.R(), t.key, t.id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, review.Views([]patches.Review{rv}, revs[len(revs)-1].Number)[0])
+	writeJSON(w, http.StatusCreated, posted.Review)
 	return nil
-}
-
-// patch reads patch {id} of {repo} with its timeline, for the caller who
-// may read it.
-func (s *Server) patch(r *http.Request) (target, patches.Patch, []review.Entry, error) {
-	t, err := s.target(r, access.Read, patches.Resolve)
-	if err != nil {
-		return target{}, patches.Patch{}, nil, err
-	}
-	var p patches.Patch
-	var tl []review.Entry
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		var err error
-		if p, err = patches.Get(r.Context(), tx, t.key, t.id); err != nil {
-			return err
-		}
-		tl, err = review.Timeline(r.Context(), tx, p)
-		return err
-	})
-	return t, p, tl, err
-}
-
-// postReviewOf posts in (its verdict, body, anchor and token) as the
-// caller's review of patch {id}, after checking the verdict and the access
-// it needs; the API and the patch page's form both come through here.
-func (s *Server) postReviewOf(r *http.Request, in review.Input) (target, patches.Review, error) {
-	if err := review.CheckVerdict(in.Verdict); err != nil {
-		return target{}, patches.Review{}, err
-	}
-	t, err := s.target(r, review.Need(in.Verdict), patches.Resolve)
-	if err != nil {
-		return target{}, patches.Review{}, err
-	}
-	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), t.key)
-	if err != nil {
-		return target{}, patches.Review{}, err
-	}
-	in.Repo, in.PatchID, in.Author, in.Words = t.key, t.id, principalOf(r), review.Fields
-	rv, err := review.Post(r.Context(), s.cfg.DB, dir, in, s.now())
-	return t, rv, err
 }

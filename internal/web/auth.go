@@ -50,14 +50,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 			s.fail(w, r, fault.New(fault.Unauthenticated, "bad Authorization header: want Bearer TOKEN"))
 			return r, false
 		}
-		p, err := tokens.Authenticate(r.Context(), s.cfg.DB, strings.TrimSpace(secret), s.now())
+		p, err := s.ops.Authenticate(r.Context(), strings.TrimSpace(secret))
 		if err != nil {
 			s.fail(w, r, err)
 			return r, false
 		}
 		caller.principal = p
 	} else if c, err := r.Cookie(SessionCookie); err == nil && !isAPI(r) {
-		sess, err := tokens.LookupSession(r.Context(), s.cfg.DB.R(), c.Value, s.now())
+		sess, err := s.ops.Session(r.Context(), c.Value)
 		if err == nil {
 			caller = who{principal: sess.Principal, session: &sess, cookie: c.Value}
 		} else if fault.KindOf(err) == fault.Unauthenticated {
@@ -158,7 +158,7 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 			"The sign-in form was stale or came from another site. Sign in again from this page."))
 		return
 	}
-	cookie, _, err := tokens.Login(r.Context(), s.cfg.DB, r.PostFormValue("token"), s.now())
+	cookie, _, err := s.ops.SignIn(r.Context(), r.PostFormValue("token"))
 	if err != nil {
 		if fault.KindOf(err) == fault.Unauthenticated {
 			s.render(w, r, http.StatusUnauthorized, "login", s.withError(s.loginData(r, next, c.Value),
@@ -182,7 +182,7 @@ func (s *Server) postLogout(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := tokens.Logout(r.Context(), s.cfg.DB, whoOf(r).cookie); err != nil {
+	if err := s.ops.SignOut(r.Context(), whoOf(r).cookie); err != nil {
 		s.fail(w, r, err)
 		return
 	}

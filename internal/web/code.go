@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"html/template"
 	"mime"
@@ -14,17 +13,11 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/highlight"
-	"github.com/collab-forge/collab/internal/issues"
-	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
-	"github.com/collab-forge/collab/internal/repos"
-	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -60,9 +53,9 @@ func codeURL(key, kind, ref, p string) string {
 	return u
 }
 
-// settings reads the root's ssh setting, for clone and fetch commands.
+// sshSetting reads the root's ssh setting, for clone and fetch commands.
 func (s *Server) sshSetting(ctx context.Context) (string, error) {
-	return store.Setting(ctx, s.cfg.DB.R(), forge.SettingSSH)
+	return s.ops.SSHSetting(ctx)
 }
 
 // sshCommand is how a user runs collab's SSH verbs (the login page's hint).
@@ -108,15 +101,15 @@ func (s *Server) cloneURLs(ctx context.Context, key string, public bool) (sshURL
 
 // codeRepo checks read access to {repo} and opens it for reading.
 func (s *Server) codeRepo(r *http.Request) (string, browse.Repo, error) {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return "", browse.Repo{}, err
 	}
-	dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
+	c, err := s.ops.Code(r.Context(), actor(r), name)
 	if err != nil {
 		return "", browse.Repo{}, err
 	}
-	return key, browse.Open(dir), nil
+	return c.Repo, browse.Open(c.Dir), nil
 }
 
 // refPath splits {rest} (REF[/PATH], escaped) into the ref it starts with
@@ -184,44 +177,32 @@ type branchRow struct {
 
 // redirectHome sends /REPO/- to the overview.
 func (s *Server) redirectHome(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, repoPath(key), http.StatusFound)
+	c, err := s.ops.Code(r.Context(), actor(r), name)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, repoPath(c.Repo), http.StatusFound)
 	return nil
 }
 
 // pageRepoHome is /REPO: README, clone commands, branches, recent
 // commits, and the counts of open issues and patches.
 func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
-	key, g, err := s.codeRepo(r)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	var rp repos.Repo
-	var openIssues, openPatches int
-	var rules map[string]string
-	err = s.cfg.DB.Read(ctx, func(tx *sql.Tx) error {
-		var err error
-		if rp, err = repos.Get(ctx, tx, key); err != nil {
-			return err
-		}
-		if openIssues, err = issues.Count(ctx, tx, key, issues.Open); err != nil {
-			return err
-		}
-		if openPatches, err = patches.Count(ctx, tx, key, patches.Open); err != nil {
-			return err
-		}
-		if s.cfg.BranchRules != nil {
-			rules, err = s.cfg.BranchRules(ctx, tx, key)
-		}
-		return err
-	})
+	home, err := s.ops.RepoHome(ctx, actor(r), name)
 	if err != nil {
 		return err
 	}
+	key, g, rp := home.Repo, browse.Open(home.Dir), home.Info
+	openIssues, openPatches, rules := home.OpenIssues, home.OpenPatches, home.Rules
 	sshURL, gitURL, err := s.cloneURLs(ctx, key, rp.Public)
 	if err != nil {
 		return err

@@ -1,26 +1,19 @@
 package web
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/browse"
-	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/issues"
-	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
-	"github.com/collab-forge/collab/internal/repos"
-	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -40,7 +33,7 @@ func pagePath(key string, rest ...string) string {
 }
 
 func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.readable(r.Context(), principalOf(r))
+	list, err := s.ops.Repos(r.Context(), actor(r))
 	if err != nil {
 		return err
 	}
@@ -50,148 +43,42 @@ func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) error {
 
 // pageRef sends a REPO#PREFIX cross-reference to the issue or patch it names.
 func (s *Server) pageRef(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	prefix := pathVar(r, "id")
-	id, ierr := issues.Resolve(r.Context(), s.cfg.DB.R(), key, prefix)
-	if ierr == nil {
-		http.Redirect(w, r, pagePath(key, "issues", id), http.StatusFound)
-		return nil
-	}
-	pid, perr := patches.Resolve(r.Context(), s.cfg.DB.R(), key, prefix)
-	if perr == nil {
-		http.Redirect(w, r, pagePath(key, "patches", pid), http.StatusFound)
-		return nil
-	}
-	if fault.KindOf(ierr) != fault.NotFound {
-		return ierr
-	}
-	return perr
-}
-
-func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) error {
-	key, lvl, err := s.repoAccess(r, access.Read)
+	found, err := s.ops.FindRef(r.Context(), actor(r), ref)
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = issues.Open
+	kind := "issues"
+	if found.Kind == "patch" {
+		kind = "patches"
 	}
-	if err := issues.CheckState(state); err != nil {
-		return err
-	}
-	limit, after, err := page(r)
-	if err != nil {
-		return err
-	}
-	text := strings.TrimSpace(q.Get("q"))
-	var list []issues.Issue
-	if text != "" {
-		list, err = s.searchIssues(r.Context(), key, state, text, limit, after)
-	} else {
-		list, err = issues.List(r.Context(), s.cfg.DB.R(), key, state, limit, after, s.now())
-	}
-	if err != nil {
-		return err
-	}
-	next := ""
-	if len(list) == limit {
-		next = list[len(list)-1].ID
-	}
-	ids := make([]string, len(list))
-	for i, is := range list {
-		ids[i] = is.ID
-	}
-	counts, err := issues.CommentCounts(r.Context(), s.cfg.DB.R(), key, ids)
-	if err != nil {
-		return err
-	}
-	s.render(w, r, http.StatusOK, "issues", map[string]any{
-		"Title": "Issues · " + reponame.Display(key), "Repo": key, "Tab": "issues", "Level": lvl.String(),
-		"Issues": list, "State": state, "Q": text, "Next": next, "After": after, "Counts": counts,
-	})
+	http.Redirect(w, r, pagePath(found.Repo, kind, found.ID), http.StatusFound)
 	return nil
 }
 
-// searchIssues finds issues whose title or body holds text (case folded),
-// newest first. Text of three characters or more goes through the trigram
-// index issues_fts; shorter text falls back to a LIKE scan bounded by the
-// repo/state index. Each hit is then read with its live lease through
-// issues.Lookup, since issues.List has no text filter.
-func (s *Server) searchIssues(ctx context.Context, key, state, text string, limit int, after string) ([]issues.Issue, error) {
+func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) error {
+	state := r.URL.Query().Get("state")
 	if state == "" {
-		state = issues.Open
+		state = string(issues.Open)
 	}
-	if err := issues.CheckState(state); err != nil {
-		return nil, err
+	list, limit, after, err := s.listIssues(r, state, true)
+	if err != nil {
+		return err
 	}
-	if len(text) > 200 {
-		return nil, fault.New(fault.Usage, "search text too long: at most 200 bytes")
+	key := list.Repo
+	next := ""
+	if len(list.Issues) == limit {
+		next = list.Issues[len(list.Issues)-1].ID
 	}
-	// Both queries walk newest first and stop at limit: the trigram index
-	// hands out its rowids (= issues.seq) in descending order, so a word
-	// found in every issue costs no more than a rare one.
-	query := `SELECT i.id FROM issues_fts f JOIN issues i ON i.seq = f.rowid WHERE issues_fts MATCH ? AND i.repo = ?`
-	args := []any{`"` + strings.ReplaceAll(text, `"`, `""`) + `"`, key}
-	order := " ORDER BY f.rowid DESC LIMIT ?"
-	seqCol := "f.rowid"
-	if utf8.RuneCountInString(text) < 3 {
-		// Trigrams need three characters; shorter text scans with LIKE.
-		pat := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
-		query = `SELECT i.id FROM issues i WHERE (i.title LIKE ? ESCAPE '\' OR i.body LIKE ? ESCAPE '\') AND i.repo = ?`
-		args = []any{pat, pat, key}
-		order = " ORDER BY i.seq DESC LIMIT ?"
-		seqCol = "i.seq"
-	}
-	if state != "all" {
-		query += " AND i.state = ?"
-		args = append(args, state)
-	}
-	if after != "" {
-		id, err := issues.Resolve(ctx, s.cfg.DB.R(), key, after)
-		if err != nil {
-			return nil, err
-		}
-		query += " AND " + seqCol + " < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
-		args = append(args, key, id)
-	}
-	args = append(args, limit)
-	var out []issues.Issue
-	err := s.cfg.DB.Read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query+order, args...)
-		if err != nil {
-			return fmt.Errorf("search issues: %w", err)
-		}
-		var found []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("search issues: %w", err)
-			}
-			found = append(found, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("search issues: %w", err)
-		}
-		out = make([]issues.Issue, 0, len(found))
-		for _, id := range found {
-			is, ok, err := issues.Lookup(ctx, tx, key, id, s.now())
-			if err != nil {
-				return err
-			}
-			if ok {
-				out = append(out, is)
-			}
-		}
-		return nil
+	s.render(w, r, http.StatusOK, "issues", map[string]any{
+		"Title": "Issues · " + reponame.Display(key), "Repo": key, "Tab": "issues",
+		"Issues": list.Issues, "State": state, "Q": strings.TrimSpace(r.URL.Query().Get("q")), "Next": next, "After": after,
+		"Counts": list.Counts,
 	})
-	return out, err
+	return nil
 }
 
 // formError reads a posted form and checks its session and CSRF token.
@@ -203,37 +90,32 @@ func (s *Server) formError(w http.ResponseWriter, r *http.Request) error {
 	return s.checkForm(r)
 }
 
-// formTarget is target for a posted form, after formError.
-func (s *Server) formTarget(w http.ResponseWriter, r *http.Request, need access.Level, resolve resolver) (target, error) {
+// formRef is idRef for a posted form, after formError.
+func (s *Server) formRef(w http.ResponseWriter, r *http.Request) (ops.Ref, error) {
 	if err := s.formError(w, r); err != nil {
-		return target{}, err
+		return ops.Ref{}, err
 	}
-	return s.target(r, need, resolve)
+	return idRef(r)
 }
 
 func (s *Server) postIssue(w http.ResponseWriter, r *http.Request) error {
 	if err := s.formError(w, r); err != nil {
 		return err
 	}
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
-	is, err := s.fileIssue(r.Context(), key, principalOf(r), r.PostFormValue("title"), crlf(r.PostFormValue("body")))
+	is, err := s.ops.FileIssue(r.Context(), actor(r), ops.FileIssue{Repo: name, Title: r.PostFormValue("title"), Body: crlf(r.PostFormValue("body"))})
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, pagePath(key, "issues", is.ID), http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(is.Repo, "issues", is.ID), http.StatusSeeOther)
 	return nil
 }
 
 // crlf undoes the CRLF line ends browsers send in textareas.
 func crlf(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
-
-type linkedPatch struct {
-	ID, Title, State string
-	Merge            *patches.Merge
-}
 
 // Budgets of the issue page's comments: a page holds at most
 // commentsPage comments and stops once their bodies pass commentsBytes
@@ -244,58 +126,30 @@ const (
 )
 
 func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.target(r, access.Read, issues.Resolve)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	key := t.key
 	q := r.URL.Query()
 	after, from := q.Get("after"), q.Get("from")
-	var d issues.Detail
-	var linked []linkedPatch
-	var comments []issues.Comment
-	var more bool
-	var count int
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		var err error
-		if d, err = issues.GetHead(r.Context(), tx, key, t.id, s.now()); err != nil {
-			return err
-		}
-		if comments, more, err = issues.CommentPage(r.Context(), tx, key, t.id, after, from, commentsPage, commentsBytes); err != nil {
-			return err
-		}
-		if count, err = issues.CommentCount(r.Context(), tx, key, t.id); err != nil {
-			return err
-		}
-		for _, pid := range d.Patches {
-			lp := linkedPatch{ID: pid}
-			if p, ok, err := patches.Lookup(r.Context(), tx, key, pid); err != nil {
-				return err
-			} else if ok {
-				lp.Title, lp.State, lp.Merge = p.Title, p.State, p.Merge
-			}
-			linked = append(linked, lp)
-		}
-		return nil
-	})
+	pg, err := s.ops.IssuePage(r.Context(), actor(r), ops.Comments{Issue: ref, After: after, From: from, Limit: commentsPage, MaxBytes: commentsBytes})
 	if err != nil {
 		return err
 	}
-	if d.ID != pathVar(r, "id") {
-		http.Redirect(w, r, pagePath(key, "issues", d.ID), http.StatusFound)
+	key := pg.Repo
+	if pg.ID != ref.ID {
+		http.Redirect(w, r, pagePath(key, "issues", pg.ID), http.StatusFound)
 		return nil
 	}
-	me := principalOf(r)
-	canState := issues.MayChange(d.Issue, me, t.lvl, true, "close") == nil
 	data := map[string]any{
-		"Title": d.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
-		"Issue": d, "Linked": linked, "CanState": canState,
-		"Comments": comments, "CommentCount": count, "Paged": after != "" || from != "",
+		"Title": pg.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
+		"Issue": pg.Detail, "Linked": pg.Linked, "CanState": pg.MayChangeState,
+		"Comments": pg.Comments, "CommentCount": pg.Count, "Paged": after != "" || from != "",
 	}
-	if more && len(comments) > 0 {
-		data["NextComments"] = pagePath(key, "issues", d.ID) + "?after=" + comments[len(comments)-1].ID + "#comments"
+	if pg.More && len(pg.Comments) > 0 {
+		data["NextComments"] = pagePath(key, "issues", pg.ID) + "?after=" + pg.Comments[len(pg.Comments)-1].ID + "#comments"
 	}
-	if cb := closedBy(d.Issue, linked); cb != nil {
+	if cb := closedBy(pg.Issue, pg.Linked); cb != nil {
 		data["ClosedBy"] = cb
 	}
 	s.render(w, r, http.StatusOK, "issue", data)
@@ -305,7 +159,7 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
 // closedBy is the linked patch whose merge closed the issue: the merge
 // scan closes a "Fixes:" issue in the merge's own transaction, so its
 // closing time is the merge's.
-func closedBy(is issues.Issue, linked []linkedPatch) *linkedPatch {
+func closedBy(is issues.Issue, linked []ops.LinkedPatch) *ops.LinkedPatch {
 	if is.State != issues.Closed || is.ClosedAt == nil {
 		return nil
 	}
@@ -318,68 +172,56 @@ func closedBy(is issues.Issue, linked []linkedPatch) *linkedPatch {
 }
 
 func (s *Server) postComment(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.formTarget(w, r, access.Read, issues.Resolve)
+	ref, err := s.formRef(w, r)
 	if err != nil {
 		return err
 	}
-	c, err := s.addComment(r.Context(), t.key, t.id, principalOf(r), crlf(r.PostFormValue("body")), 0, false)
+	c, err := s.ops.Comment(r.Context(), actor(r), ops.Comment{Issue: ref, Body: crlf(r.PostFormValue("body"))})
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, pagePath(t.key, "issues", t.id)+"?from="+c.ID+"#c-"+c.ID, http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(c.Repo, "issues", c.IssueID)+"?from="+c.ID+"#c-"+c.ID, http.StatusSeeOther)
 	return nil
 }
 
 func (s *Server) postIssueState(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.formTarget(w, r, access.Read, issues.Resolve)
+	ref, err := s.formRef(w, r)
 	if err != nil {
 		return err
 	}
-	state := r.PostFormValue("state")
-	if _, err := s.changeIssue(r.Context(), t.key, t.id, issues.Edit{Principal: principalOf(r), Level: t.lvl, State: &state}); err != nil {
+	state := issues.State(r.PostFormValue("state"))
+	is, _, err := s.ops.EditIssue(r.Context(), actor(r), ops.EditIssue{Issue: ref, State: &state})
+	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, pagePath(t.key, "issues", t.id), http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(is.Repo, "issues", is.ID), http.StatusSeeOther)
 	return nil
 }
 
 func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
 	state := r.URL.Query().Get("state")
 	if state == "" {
-		state = patches.Open
-	}
-	if err := patches.CheckState(state); err != nil {
-		return err
+		state = string(patches.Open)
 	}
 	limit, after, err := page(r)
 	if err != nil {
 		return err
 	}
-	var list []patches.Patch
-	reviewState := map[string]string{}
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		var err error
-		if list, err = patches.List(r.Context(), tx, key, state, limit, after); err != nil {
-			return err
-		}
-		for _, p := range list {
-			rs, err := patches.Reviews(r.Context(), tx, key, p.ID)
-			if err != nil {
-				return err
-			}
-			if sum := review.Summarize(rs, p.Head().Number); len(rs) > 0 {
-				reviewState[p.ID] = sum.String()
-			}
-		}
-		return nil
-	})
+	list, err := s.ops.ListPatches(r.Context(), actor(r), ops.ListPatches{Repo: name, State: state, Limit: limit, After: after})
 	if err != nil {
 		return err
 	}
+	reviewState := map[string]string{}
+	for _, p := range list {
+		if len(p.Reviews) > 0 {
+			reviewState[p.ID] = p.Summary.String()
+		}
+	}
+	key, _ := reponame.Key(name)
 	next := ""
 	if len(list) == limit {
 		next = list[len(list)-1].ID
@@ -391,50 +233,55 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// revisionParam reads a revision number of p from a query parameter (0
-// when absent): what is not a number from 1 is a bad request (400), as the
-// verbs' --revision; a number p has no revision for is not found (404).
-func revisionParam(v string, p patches.Patch) (int, error) {
+// revisionParam reads a revision number from a query parameter (0 when
+// absent): what is not a number from 1 is a bad request (400), as the
+// verbs' --revision.
+func revisionParam(v string) (int, error) {
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fault.New(fault.Usage, "bad revision %q: revisions are numbered from 1", text.Clip(v))
+	if err != nil {
+		return 0, fault.NewField(fault.Usage, ops.FieldRevision, "bad revision %q: want a number", text.Clip(v))
 	}
-	if n > len(p.Revisions) {
-		return 0, fault.New(fault.NotFound, "patch %s has no revision %d (it has %d)", p.ID, n, len(p.Revisions))
-	}
-	return n, nil
+	return n, ops.CheckNumbered(ops.FieldRevision, n)
 }
 
 // maxRevisionCommits bounds the commits listed for a revision.
 const maxRevisionCommits = 50
 
 func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
-	t, p, tl, err := s.patch(r)
+	ref, err := idRef(r)
 	if err != nil {
 		return err
 	}
-	key := t.key
-	if p.ID != pathVar(r, "id") {
+	shown, err := s.ops.ShowPatch(r.Context(), actor(r), ref)
+	if err != nil {
+		return err
+	}
+	p := shown.Patch.Patch
+	key := p.Repo
+	if p.ID != ref.ID {
 		http.Redirect(w, r, pagePath(key, "patches", p.ID)+"?"+r.URL.RawQuery, http.StatusFound)
 		return nil
 	}
 	q := r.URL.Query()
-	to, from := len(p.Revisions), 0
 	if v := q.Get("to"); v != "" {
 		q.Set("rev", v)
 	}
-	if n, err := revisionParam(q.Get("rev"), p); err != nil {
+	to, err := revisionParam(q.Get("rev"))
+	if err != nil {
 		return err
-	} else if n > 0 {
-		to = n
 	}
-	if n, err := revisionParam(q.Get("from"), p); err != nil {
+	from, err := revisionParam(q.Get("from"))
+	if err != nil {
 		return err
-	} else if n != to {
-		from = n
+	}
+	if to == 0 {
+		to = len(p.Revisions)
+	}
+	if from == to {
+		from = 0
 	}
 	view := "unified"
 	if q.Get("view") == "split" {
@@ -458,7 +305,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return pagePath(key, "patches", p.ID) + "?" + u.Encode()
 	}
-	rp, err := repos.Get(r.Context(), s.cfg.DB.R(), key)
+	rp, err := s.ops.Repo(r.Context(), actor(r), ref.Repo)
 	if err != nil {
 		return err
 	}
@@ -492,23 +339,18 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if to > 0 {
-		dir, err := reponame.Dir(s.cfg.Root.ReposDir(), key)
+		d, err := s.ops.PatchDiff(r.Context(), actor(r), ops.PatchDiff{Patch: ops.Ref{Repo: ref.Repo, ID: p.ID}, Revision: to, From: from})
 		if err != nil {
 			return err
 		}
+		res := d.Result
 		rt := p.Revisions[to-1]
 		data["Fetch"] = fmt.Sprintf("git fetch %s refs/collab/patches/%s/rev/%s && git checkout FETCH_HEAD", sshURL, p.ID, rt.Commit)
-		var res diff.Result
-		if from > 0 {
-			rf := p.Revisions[from-1]
-			res, err = diff.Interdiff(r.Context(), dir, diff.Range{Base: rf.BaseCommit, Commit: rf.Commit}, diff.Range{Base: rt.BaseCommit, Commit: rt.Commit}, diff.DefaultLimits())
-		} else {
-			res, err = diff.Revision(r.Context(), dir, diff.Range{Base: rt.BaseCommit, Commit: rt.Commit}, diff.DefaultLimits())
-		}
+		code, err := s.ops.Code(r.Context(), actor(r), ref.Repo)
 		if err != nil {
-			return fmt.Errorf("diff of patch %s: %w", p.ID, err)
+			return err
 		}
-		commits, more, err := browse.Open(dir).Range(r.Context(), rt.BaseCommit, rt.Commit, maxRevisionCommits)
+		commits, more, err := browse.Open(code.Dir).Range(r.Context(), rt.BaseCommit, rt.Commit, maxRevisionCommits)
 		if err != nil {
 			return fmt.Errorf("commits of patch %s revision %d: %w", p.ID, to, err)
 		}
@@ -520,8 +362,8 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		general = append(general, dv.Rest...)
 	}
 	data["Reviews"] = general
-	data["Timeline"] = tl
-	data["Summary"] = review.Summarize(p.Reviews, p.Head().Number)
+	data["Timeline"] = shown.Timeline
+	data["Summary"] = shown.Summary
 	s.render(w, r, http.StatusOK, "patch", data)
 	return nil
 }
@@ -533,33 +375,12 @@ type revLink struct {
 	On                bool
 }
 
-type leaseRow struct {
-	leases.Lease
-	Title string
-}
-
 func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) error {
-	key, _, err := s.repoAccess(r, access.Read)
+	name, err := repoName(r)
 	if err != nil {
 		return err
 	}
-	var rows []leaseRow
-	err = s.cfg.DB.Read(r.Context(), func(tx *sql.Tx) error {
-		ls, err := leases.List(r.Context(), tx, key, s.now())
-		if err != nil {
-			return err
-		}
-		for _, l := range ls {
-			row := leaseRow{Lease: l}
-			if is, ok, err := issues.Lookup(r.Context(), tx, key, l.IssueID, s.now()); err != nil {
-				return err
-			} else if ok {
-				row.Title = is.Title
-			}
-			rows = append(rows, row)
-		}
-		return nil
-	})
+	key, rows, err := s.ops.TitledLeases(r.Context(), actor(r), name)
 	if err != nil {
 		return err
 	}
@@ -570,12 +391,13 @@ func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) error {
 }
 
 // postReview posts a review (or an inline comment with file and line)
-// from the patch page's form, through review.Post like the API.
+// from the patch page's form, as the API does.
 func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
-	if err := s.formError(w, r); err != nil {
+	ref, err := s.formRef(w, r)
+	if err != nil {
 		return err
 	}
-	in := review.Input{Verdict: r.PostFormValue("verdict"),
+	in := ops.Review{Patch: ref, Verdict: r.PostFormValue("verdict"),
 		Body: crlf(r.PostFormValue("body")), File: strings.TrimSpace(r.PostFormValue("file"))}
 	for _, f := range []struct {
 		name string
@@ -589,10 +411,10 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 			*f.dst = n
 		}
 	}
-	t, rv, err := s.postReviewOf(r, in)
+	posted, err := s.ops.Review(r.Context(), actor(r), in)
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, pagePath(t.key, "patches", t.id)+"?rev="+strconv.Itoa(rv.Revision)+"#r-"+rv.ID, http.StatusSeeOther)
+	http.Redirect(w, r, pagePath(posted.Repo, "patches", posted.PatchID)+"?rev="+strconv.Itoa(posted.Review.Revision)+"#r-"+posted.Review.ID, http.StatusSeeOther)
 	return nil
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,8 +15,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/reponame"
-	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -29,7 +27,9 @@ func notFound(what string) error { return fault.New(fault.NotFound, "%s not foun
 // the API, an error page elsewhere. Internal detail goes to the log only.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	err = pastDeadline(r, err)
+	err = asHTTP(r, err)
 	fe := fault.As(err)
+	msg := fe.Say(fieldWord)
 	status := fault.HTTPStatus(err)
 	if fe == errMethod {
 		status = http.StatusMethodNotAllowed
@@ -48,7 +48,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		for k, v := range fe.Fields {
 			obj[k] = v
 		}
-		obj["error"] = fe.Msg
+		obj["error"] = msg
 		writeJSON(w, status, obj)
 		return
 	}
@@ -56,7 +56,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, status, "error", map[string]any{"Title": http.StatusText(status), "Status": status, "Message": fe.Msg})
+	s.render(w, r, status, "error", map[string]any{"Title": http.StatusText(status), "Status": status, "Message": msg})
 }
 
 // handler is an HTTP handler that returns its refusal instead of
@@ -146,15 +146,15 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-// repoKey reads the {repo} variable: escaped in the API (org%2Ffoo.git),
+// repoName reads the {repo} variable: escaped in the API (org%2Ffoo.git),
 // plain on pages, with or without .git.
-func repoKey(r *http.Request) (string, error) {
-	raw := mux.Vars(r)["repo"]
-	name, err := url.PathUnescape(raw)
+func repoName(r *http.Request) (string, error) {
+	name, err := url.PathUnescape(mux.Vars(r)["repo"])
 	if err != nil {
-		return "", fault.New(fault.Usage, "bad repository name %q", raw)
+		// A malformed name cannot exist; say so as a missing one would.
+		return "", notFound("repository")
 	}
-	return reponame.Key(name)
+	return name, nil
 }
 
 func pathVar(r *http.Request, name string) string {
@@ -165,50 +165,42 @@ func pathVar(r *http.Request, name string) string {
 	return v
 }
 
-// repoAccess resolves {repo} and checks that the caller has need there.
-// A repository the caller may not read is NotFound, exactly like a missing
-// one; an anonymous caller who needs more than read is asked to sign in.
-func (s *Server) repoAccess(r *http.Request, need access.Level) (string, access.Level, error) {
-	key, err := repoKey(r)
+// idRef reads the issue or patch {id} of repository {repo}.
+func idRef(r *http.Request) (ops.Ref, error) {
+	name, err := repoName(r)
 	if err != nil {
-		if fault.KindOf(err) == fault.Usage {
-			// A malformed name cannot exist; say so as a missing one would.
-			return "", access.None, notFound("repository")
-		}
-		return "", access.None, err
+		return ops.Ref{}, err
 	}
-	p := principalOf(r)
-	lvl, err := access.Require(r.Context(), s.cfg.DB.R(), p, key, need)
-	if err != nil {
-		if p == access.Anonymous && fault.KindOf(err) == fault.Denied {
-			return "", lvl, requireAuth(r)
-		}
-		return "", lvl, err
-	}
-	return key, lvl, nil
+	return ops.Ref{Repo: name, ID: pathVar(r, "id")}, nil
 }
 
-// target is the issue or patch {id} of repository {repo} a request acts
-// on, after the access check.
-type target struct {
-	key string       // the repository's key
-	lvl access.Level // the caller's access there
-	id  string       // the full id
+// actor is the caller, for ops.
+func actor(r *http.Request) ops.Actor { return ops.Actor{Principal: principalOf(r)} }
+
+// fieldWord words an input field the way the API takes it: a JSON field
+// (which the pages' forms share), the lease token's header.
+func fieldWord(field string) string {
+	if field == ops.FieldLeaseToken {
+		return "X-Lease-Token:"
+	}
+	return `"` + field + `"`
 }
 
-// resolver turns an id prefix into a full id within a repository
-// (issues.Resolve, patches.Resolve, …).
-type resolver func(ctx context.Context, q store.Querier, repo, prefix string) (string, error)
-
-// target checks that the caller has need on {repo} and resolves {id} there
-// with resolve.
-func (s *Server) target(r *http.Request, need access.Level, resolve resolver) (target, error) {
-	key, lvl, err := s.repoAccess(r, need)
-	if err != nil {
-		return target{}, err
+// asHTTP turns a refusal about the repository into the web's answer: a
+// malformed name is a repository that does not exist (404), and an
+// anonymous caller who needs more than read is asked to sign in (401).
+func asHTTP(r *http.Request, err error) error {
+	fe := fault.As(err)
+	if fe.Field != ops.FieldRepo {
+		return err
 	}
-	id, err := resolve(r.Context(), s.cfg.DB.R(), key, pathVar(r, "id"))
-	return target{key: key, lvl: lvl, id: id}, err
+	switch {
+	case fe.Kind == fault.Usage:
+		return notFound("repository")
+	case fe.Kind == fault.Denied && principalOf(r) == access.Anonymous:
+		return requireAuth(r)
+	}
+	return err
 }
 
 // page reads ?limit= and ?after=.
@@ -225,14 +217,14 @@ func page(r *http.Request) (limit int, after string, err error) {
 }
 
 // leaseToken reads X-Lease-Token: 0 when absent.
-func leaseToken(r *http.Request) (int64, bool, error) {
+func leaseToken(r *http.Request) (int64, error) {
 	v := strings.TrimSpace(r.Header.Get("X-Lease-Token"))
 	if v == "" {
-		return 0, false, nil
+		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 {
-		return 0, false, fault.New(fault.Usage, "bad X-Lease-Token %q: want a positive integer", text.Clip(v))
+		return 0, fault.New(fault.Usage, "bad X-Lease-Token %q: want a positive integer", text.Clip(v))
 	}
-	return n, true, nil
+	return n, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/markdown"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -70,6 +71,7 @@ type Config struct {
 // Server is the web handler.
 type Server struct {
 	cfg    Config
+	ops    *ops.Service
 	md     *markdown.Renderer
 	pages  *pages
 	router *mux.Router
@@ -101,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.CacheBytes = 16 << 20
 	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
+		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
 		heavy: make(chan struct{}, cfg.Expensive), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
@@ -118,8 +121,6 @@ func New(cfg Config) (*Server, error) {
 	s.router = s.routes()
 	return s, nil
 }
-
-func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
 
 // ServeHTTP runs every request through the security headers, panic
 // recovery, access log and authentication before the router.
@@ -269,8 +270,7 @@ func (s *Server) highlightCSS(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	var one int
-	if err := s.cfg.DB.R().QueryRowContext(r.Context(), "SELECT 1").Scan(&one); err != nil {
+	if err := s.ops.Health(r.Context()); err != nil {
 		s.cfg.Log.ErrorContext(r.Context(), "health check", "error", err)
 		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
 		return

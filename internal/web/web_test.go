@@ -81,7 +81,12 @@ func newFixture(t *testing.T) *fixture {
 		if err := principals.Add(ctx, db, u, now); err != nil {
 			t.Fatal(err)
 		}
-		tk, err := tokens.New(ctx, db, u, "t", now)
+		var tk tokens.Token
+		err := db.Write(ctx, func(tx *sql.Tx) error {
+			var err error
+			tk, err = tokens.New(ctx, tx, u, "t", now)
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +367,8 @@ func TestTokenLastUsed(t *testing.T) {
 	if err != nil || len(ts) != 1 || ts[0].LastUsedAt == nil {
 		t.Fatalf("tokens of bob after use: %+v %v", ts, err)
 	}
-	if err := tokens.Revoke(context.Background(), f.db, "bob", "t"); err != nil {
+	ctx := context.Background()
+	if err := f.db.Write(ctx, func(tx *sql.Tx) error { return tokens.Revoke(ctx, tx, "bob", "t") }); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.do(req{method: "GET", path: "/api/v1/repos", who: "bob"}); got.status != 401 {

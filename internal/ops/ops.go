@@ -1,0 +1,168 @@
+// Package ops is collab's use-case layer: one function per user action
+// (file an issue, comment, acquire a lease, review a patch, make a token…),
+// shared by every transport. Each function owns the action's input
+// validation, the access decision, the resolution of ids, the lease fence,
+// and the one store transaction that makes the change together with its
+// event. The SSH verbs (internal/verbs) and the web (internal/web) only
+// parse input, call a Service method and render its result or refusal.
+//
+// Refusals are fault errors; those about a client's input name the field
+// (fault.Error.Field, fault.Field in the message), which each transport
+// words its own way (--body on SSH, "body" in JSON).
+package ops
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// Input fields that refusals name (fault.Error.Field); the transports word
+// each their own way.
+const (
+	FieldRepo       = "repo"
+	FieldBody       = "body"
+	FieldTitle      = "title"
+	FieldState      = "state"
+	FieldLimit      = "limit"
+	FieldFile       = "file"
+	FieldLine       = "line"
+	FieldRevision   = "revision"
+	FieldFrom       = "from"
+	FieldCommit     = "commit"
+	FieldLeaseToken = "lease-token"
+	FieldForce      = "force"
+	FieldName       = "name"
+)
+
+// Service runs the user actions on one forge.
+type Service struct {
+	DB   *store.DB
+	Root forge.Root
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Log records the changes an action made; nil discards.
+	Log *slog.Logger
+	// URL is the web UI's base URL (no trailing slash), "" when unknown:
+	// patch views carry their page's URL.
+	URL string
+	// Note, when set, is told the journal fields (ISSUE, PATCH) an action
+	// found out, even when it then refuses, for the caller's log entry.
+	Note func(key string, value any)
+	// BranchRules, when set, says which branches of a repository are
+	// protected and how, one short line per branch (RepoHome).
+	BranchRules func(ctx context.Context, q store.Querier, repo string) (map[string]string, error)
+}
+
+// Actor is who asks for an action.
+type Actor struct {
+	// Principal is the principal's name; access.Anonymous ("") for a
+	// signed-out visitor.
+	Principal string
+}
+
+// Ref names an issue or a patch as a client gives it: a repository name
+// (foo, org/foo.git…) and an id or a unique prefix of one.
+type Ref struct {
+	Repo string
+	ID   string
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+func (s *Service) note(key string, value any) {
+	if s.Note != nil {
+		s.Note(key, value)
+	}
+}
+
+// write runs fn as one write transaction on behalf of who. Every change a
+// user action makes goes through here, whatever the transport, and is
+// counted against who's write rate (store.WithPrincipal names who to the
+// database's write check).
+func (s *Service) write(ctx context.Context, who Actor, fn func(tx *sql.Tx) error) error {
+	if who.Principal != "" {
+		ctx = store.WithPrincipal(ctx, who.Principal)
+	}
+	return s.DB.Write(ctx, fn)
+}
+
+// scope is a repository an action runs in, after the access check.
+type scope struct {
+	key string       // the repository's key
+	lvl access.Level // the actor's level there
+}
+
+// repo turns a client-given repository name into its key after checking
+// that who has at least need there (an unreadable repository is reported
+// as missing). Its refusals name FieldRepo, so that a transport can tell
+// a malformed or inaccessible repository from other refusals.
+func (s *Service) repo(ctx context.Context, who Actor, name string, need access.Level) (scope, error) {
+	key, err := reponame.Key(name)
+	if err != nil {
+		return scope{}, fault.OnField(err, FieldRepo)
+	}
+	lvl, err := access.Require(ctx, s.DB.R(), who.Principal, key, need)
+	if err != nil {
+		return scope{}, fault.OnField(err, FieldRepo)
+	}
+	return scope{key: key, lvl: lvl}, nil
+}
+
+// resolver turns an id prefix into a full id within a repository
+// (issues.Resolve, issues.ResolveOpen, patches.Resolve, …).
+type resolver func(ctx context.Context, q store.Querier, repo, prefix string) (string, error)
+
+// target is the issue or patch an action runs on, after the access check.
+type target struct {
+	scope
+	id string // the full id
+}
+
+// target checks that who has need on ref's repository, then resolves its
+// id with resolve and notes it as journal field note (ISSUE, PATCH).
+func (s *Service) target(ctx context.Context, who Actor, ref Ref, need access.Level, resolve resolver, note string) (target, error) {
+	sc, err := s.repo(ctx, who, ref.Repo, need)
+	if err != nil {
+		return target{}, err
+	}
+	id, err := resolve(ctx, s.DB.R(), sc.key, ref.ID)
+	if err != nil {
+		return target{}, err
+	}
+	s.note(note, id)
+	return target{scope: sc, id: id}, nil
+}
+
+// Health checks that the database answers.
+func (s *Service) Health(ctx context.Context) error {
+	var one int
+	return s.DB.R().QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// checkLimit refuses a page size outside 1 to 1000.
+func checkLimit(n int) error {
+	if n < 1 || n > 1000 {
+		return fault.NewField(fault.Usage, FieldLimit, "bad limit %d: want 1 to 1000", n)
+	}
+	return nil
+}

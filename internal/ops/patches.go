@@ -1,0 +1,444 @@
+package ops
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/diff"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/review"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
+)
+
+// CheckNumbered refuses a revision or line number below 1: what a client
+// gives explicitly (in a request, 0 means the latest revision, or no line).
+func CheckNumbered(field string, n int) error {
+	if n >= 1 {
+		return nil
+	}
+	if field == FieldLine {
+		return fault.NewField(fault.Usage, field, "bad line %d: lines are numbered from 1", n)
+	}
+	return fault.NewField(fault.Usage, field, "bad revision %d: revisions are numbered from 1", n)
+}
+
+// patchURL is the web page of a patch, "" when the forge has no url.
+func (s *Service) patchURL(key, id string) string {
+	if s.URL == "" {
+		return ""
+	}
+	segs := strings.Split(reponame.Display(key), "/")
+	for i, sg := range segs {
+		segs[i] = url.PathEscape(sg)
+	}
+	return s.URL + "/" + strings.Join(segs, "/") + "/-/patches/" + id
+}
+
+// listed is p as patch list prints it: with its review views, summary and
+// page URL.
+func (s *Service) listed(p patches.Patch) review.Listed {
+	return review.Listed{Patch: review.Describe(p), URL: s.patchURL(p.Repo, p.ID)}
+}
+
+// logPatch records a change made to a patch, with the journal's fields.
+func (s *Service) logPatch(ctx context.Context, msg, id string, args ...any) {
+	s.log().InfoContext(ctx, msg, append([]any{"PATCH", id, "OUTCOME", "ok"}, args...)...)
+}
+
+func (s *Service) repoDir(key string) (string, error) {
+	return reponame.Dir(s.Root.ReposDir(), key)
+}
+
+// ListPatches is a page of a repository's patches.
+type ListPatches struct {
+	Repo string
+	// State is open, merged, closed or all, in any case; "" means open.
+	State string
+	// Limit is the page size, 1 to 1000.
+	Limit int
+	// After is the id (or prefix) of the last patch of the previous page.
+	After string
+}
+
+// ListPatches lists patches newest first, each with its revisions, review
+// views and summary.
+func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([]review.Listed, error) {
+	state := strings.ToLower(in.State)
+	if state == "" {
+		state = string(patches.Open)
+	}
+	if err := patches.CheckState(state); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(in.Limit); err != nil {
+		return nil, err
+	}
+	sc, err := s.repo(ctx, who, in.Repo, access.Read)
+	if err != nil {
+		return nil, err
+	}
+	var list []patches.Patch
+	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+		list, err = patches.List(ctx, tx, sc.key, state, in.Limit, in.After)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]review.Listed, 0, len(list))
+	for _, p := range list {
+		out = append(out, s.listed(p))
+	}
+	return out, nil
+}
+
+// ShowPatch reads a patch with its revisions, reviews, linked issues,
+// merge record and timeline.
+func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Shown, error) {
+	t, err := s.target(ctx, who, ref, access.Read, patches.Resolve, "PATCH")
+	if err != nil {
+		return review.Shown{}, err
+	}
+	var out review.Shown
+	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+		p, err := patches.Get(ctx, tx, t.key, t.id)
+		if err != nil {
+			return err
+		}
+		tl, err := review.Timeline(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		out = review.Shown{Listed: s.listed(p), Timeline: tl}
+		return nil
+	})
+	return out, err
+}
+
+// Diff is a revision's diff, or an interdiff, as patch diff --json prints
+// it.
+type Diff struct {
+	PatchID  string `json:"patch_id"`
+	Revision int    `json:"revision"`
+	// From is the revision the interdiff starts at, null for a plain diff.
+	From   *int   `json:"from"`
+	Base   string `json:"base_commit"`
+	Commit string `json:"commit"`
+	diff.Result
+}
+
+// PatchDiff asks for a revision's diff against its base, or for the
+// interdiff From→Revision.
+type PatchDiff struct {
+	Patch Ref
+	// Revision is the revision shown; 0 means the latest.
+	Revision int
+	// From, when positive, asks for the interdiff from that revision.
+	From int
+}
+
+// PatchDiff computes a revision's diff or an interdiff from git.
+func (s *Service) PatchDiff(ctx context.Context, who Actor, in PatchDiff) (Diff, error) {
+	if in.Revision < 0 {
+		return Diff{}, CheckNumbered(FieldRevision, in.Revision)
+	}
+	if in.From < 0 {
+		return Diff{}, CheckNumbered(FieldFrom, in.From)
+	}
+	t, err := s.target(ctx, who, in.Patch, access.Read, patches.Resolve, "PATCH")
+	if err != nil {
+		return Diff{}, err
+	}
+	id := t.id
+	revs, err := patches.Revisions(ctx, s.DB.R(), t.key, id)
+	if err != nil {
+		return Diff{}, err
+	}
+	pick := func(n int) (patches.Revision, error) {
+		if n == 0 && len(revs) > 0 {
+			return revs[len(revs)-1], nil
+		}
+		for _, r := range revs {
+			if r.Number == n {
+				return r, nil
+			}
+		}
+		if n == 0 {
+			return patches.Revision{}, fault.New(fault.NotFound, "patch %s has no revisions", id)
+		}
+		return patches.Revision{}, fault.New(fault.NotFound, "patch %s has no revision %d (it has %d)", id, n, len(revs))
+	}
+	to, err := pick(in.Revision)
+	if err != nil {
+		return Diff{}, err
+	}
+	dir, err := s.repoDir(t.key)
+	if err != nil {
+		return Diff{}, err
+	}
+	out := Diff{PatchID: id, Revision: to.Number, Base: to.BaseCommit, Commit: to.Commit}
+	toRange := diff.Range{Base: to.BaseCommit, Commit: to.Commit}
+	if in.From > 0 {
+		from, err := pick(in.From)
+		if err != nil {
+			return Diff{}, err
+		}
+		n := from.Number
+		out.From = &n
+		out.Result, err = diff.Interdiff(ctx, dir, diff.Range{Base: from.BaseCommit, Commit: from.Commit}, toRange, diff.DefaultLimits())
+		if err != nil {
+			return Diff{}, fmt.Errorf("interdiff %d→%d of %s: %w", from.Number, to.Number, id, err)
+		}
+	} else {
+		out.Result, err = diff.Revision(ctx, dir, toRange, diff.DefaultLimits())
+		if err != nil {
+			return Diff{}, fmt.Errorf("diff of revision %d of %s: %w", to.Number, id, err)
+		}
+	}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	return out, nil
+}
+
+// Review is a review to post, or an inline comment.
+type Review struct {
+	Patch   Ref
+	Verdict string // review.Approve, review.RequestChanges or review.Comment
+	Body    string
+	// Revision is the revision reviewed; 0 means the latest.
+	Revision int
+	// File and Line anchor an inline comment ("" and 0: none; a File
+	// without a Line is a comment on the whole file).
+	File string
+	Line int
+	// LeaseToken fences the review: "N" when the patch links exactly one
+	// issue, else "ISSUE:N"; "" means unfenced.
+	LeaseToken string
+}
+
+// Posted is a review just posted.
+type Posted struct {
+	// Review is marked outdated when a newer revision exists.
+	Review review.View
+	// Repo and PatchID are the patch's repository key and full id.
+	Repo, PatchID string
+}
+
+// Review posts a review: a vote needs write access, a comment read. The
+// inline anchor is checked against the revision's tree, the lease token
+// and the patch's state inside the transaction that records it.
+func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, error) {
+	if err := review.CheckVerdict(in.Verdict); err != nil {
+		return Posted{}, err
+	}
+	body := strings.TrimRight(in.Body, "\r\n\t ")
+	if err := text.Check("body", body, review.MaxBody); err != nil {
+		return Posted{}, fault.OnField(err, FieldBody)
+	}
+	if strings.TrimSpace(body) == "" && (in.Verdict == review.Comment || in.File != "") {
+		return Posted{}, fault.NewField(fault.Usage, FieldBody, "a comment needs a body (%s)", fault.Field(FieldBody))
+	}
+	if in.Line != 0 && in.File == "" {
+		return Posted{}, fault.NewField(fault.Usage, FieldLine, "%s needs %s", fault.Field(FieldLine), fault.Field(FieldFile))
+	}
+	if in.Line < 0 {
+		return Posted{}, CheckNumbered(FieldLine, in.Line)
+	}
+	if in.Revision < 0 {
+		return Posted{}, CheckNumbered(FieldRevision, in.Revision)
+	}
+	fence, err := review.ParseFence(in.LeaseToken)
+	if err != nil {
+		return Posted{}, fault.OnField(err, FieldLeaseToken)
+	}
+	t, err := s.target(ctx, who, in.Patch, review.Need(in.Verdict), patches.Resolve, "PATCH")
+	if err != nil {
+		return Posted{}, err
+	}
+	revs, err := patches.Revisions(ctx, s.DB.R(), t.key, t.id)
+	if err != nil {
+		return Posted{}, err
+	}
+	if len(revs) == 0 {
+		return Posted{}, fault.New(fault.NotFound, "patch %s has no revisions", t.id)
+	}
+	rev := revs[len(revs)-1]
+	if in.Revision > 0 {
+		if in.Revision > len(revs) {
+			return Posted{}, fault.New(fault.NotFound, "patch %s has no revision %d", t.id, in.Revision)
+		}
+		rev = revs[in.Revision-1]
+	}
+	r := patches.Review{ID: ids.New(), Revision: rev.Number, Author: who.Principal, Verdict: in.Verdict, Body: body}
+	if in.File != "" {
+		// Revisions never change once pinned, so the anchor is checked
+		// against git before the write transaction.
+		dir, err := s.repoDir(t.key)
+		if err != nil {
+			return Posted{}, err
+		}
+		p, err := review.CheckAnchor(ctx, dir, rev, in.File, in.Line)
+		if err != nil {
+			return Posted{}, fault.OnField(err, FieldFile)
+		}
+		r.File = &p
+		if in.Line > 0 {
+			l := in.Line
+			r.Line = &l
+		}
+	}
+	err = s.write(ctx, who, func(tx *sql.Tx) error {
+		p, ok, err := patches.Lookup(ctx, tx, t.key, t.id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fault.New(fault.NotFound, "no patch %s", t.id)
+		}
+		if in.Verdict != review.Comment && p.State != patches.Open {
+			return fault.New(fault.Conflict, "patch %s is %s: only comments are taken now", t.id, p.State)
+		}
+		if fence != nil {
+			issueID, err := fence.Issue(ctx, tx, t.key, t.id)
+			if err != nil {
+				return err
+			}
+			if err := leases.Fence(ctx, tx, t.key, issueID, who.Principal, fence.Token(), s.now()); err != nil {
+				return err
+			}
+		}
+		r, err = patches.AddReview(ctx, tx, t.key, t.id, r, s.now())
+		return err
+	})
+	if err != nil {
+		return Posted{}, err
+	}
+	s.logPatch(ctx, "review posted", t.id, "review", r.ID, "verdict", r.Verdict, "revision", r.Revision)
+	// Revisions may have been pushed meanwhile: mark it against the latest.
+	if revs, err = patches.Revisions(ctx, s.DB.R(), t.key, t.id); err != nil {
+		return Posted{}, err
+	}
+	v := review.Views([]patches.Review{r}, revs[len(revs)-1].Number)[0]
+	return Posted{Review: v, Repo: t.key, PatchID: t.id}, nil
+}
+
+// PatchChange is what a close, reopen or merge did to a patch.
+type PatchChange struct {
+	Patch review.Listed
+	// Changed is false when the patch already was in that state (or
+	// merged as that commit).
+	Changed bool
+}
+
+// SetPatchState closes (abandons) or reopens a patch: write access. A
+// merged patch stays merged.
+func (s *Service) SetPatchState(ctx context.Context, who Actor, ref Ref, state patches.State) (PatchChange, error) {
+	t, err := s.target(ctx, who, ref, access.Write, patches.Resolve, "PATCH")
+	if err != nil {
+		return PatchChange{}, err
+	}
+	var changed bool
+	err = s.write(ctx, who, func(tx *sql.Tx) error {
+		changed, err = patches.SetState(ctx, tx, t.key, t.id, state, who.Principal, s.now())
+		return err
+	})
+	if err != nil {
+		return PatchChange{}, err
+	}
+	s.logPatch(ctx, "patch state set", t.id, "state", state, "changed", changed)
+	p, err := patches.Get(ctx, s.DB.R(), t.key, t.id)
+	if err != nil {
+		return PatchChange{}, err
+	}
+	return PatchChange{Patch: s.listed(p), Changed: changed}, nil
+}
+
+// Merge is a manual merge record: the patch was merged as Commit.
+type Merge struct {
+	Patch Ref
+	// Commit is a full or abbreviated oid, reachable from the patch's
+	// target branch.
+	Commit string
+}
+
+// RecordMerge records by hand that a patch was merged (write access): the
+// fallback for a merge the scan did not see. Recording the same commit
+// again is a no-op (Changed false); another commit, or a closed patch, is
+// a conflict.
+func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchChange, patches.Merge, error) {
+	t, err := s.target(ctx, who, in.Patch, access.Write, patches.Resolve, "PATCH")
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, err
+	}
+	p, ok, err := patches.Lookup(ctx, s.DB.R(), t.key, t.id)
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, err
+	}
+	if !ok {
+		return PatchChange{}, patches.Merge{}, fault.New(fault.NotFound, "no patch %s", t.id)
+	}
+	dir, err := s.repoDir(t.key)
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, err
+	}
+	oid, err := review.MergeCommit(ctx, dir, in.Commit, p.Base)
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, fault.OnField(err, FieldCommit)
+	}
+	var m patches.Merge
+	var recorded bool
+	err = s.write(ctx, who, func(tx *sql.Tx) error {
+		cur, ok, err := patches.Lookup(ctx, tx, t.key, t.id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fault.New(fault.NotFound, "no patch %s", t.id)
+		}
+		switch cur.State {
+		case patches.Merged:
+			if cur.Merge != nil && cur.Merge.Commit == oid {
+				m = *cur.Merge
+				return nil
+			}
+			if cur.Merge == nil {
+				return fault.New(fault.Conflict, "patch %s is already merged", t.id)
+			}
+			return fault.New(fault.Conflict, "patch %s is already merged (%s on %s)", t.id, cur.Merge.Commit, cur.Merge.Branch)
+		case patches.Closed:
+			return fault.New(fault.Conflict, "patch %s is closed: reopen it before recording its merge", t.id)
+		}
+		now := s.now()
+		merged, err := patches.RecordMerge(ctx, tx, t.key, t.id, cur.Base, oid, who.Principal, now)
+		if err != nil {
+			return err
+		}
+		if !merged {
+			return fault.New(fault.Conflict, "patch %s is no longer open", t.id)
+		}
+		m = patches.Merge{Branch: cur.Base, Commit: oid, By: who.Principal, At: store.FormatTime(now)}
+		recorded = true
+		return nil
+	})
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, err
+	}
+	if recorded {
+		s.logPatch(ctx, "merge recorded by hand", t.id, "NEW_OID", m.Commit, "REF", "refs/heads/"+m.Branch)
+	}
+	got, err := patches.Get(ctx, s.DB.R(), t.key, t.id)
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, err
+	}
+	return PatchChange{Patch: s.listed(got), Changed: recorded}, m, nil
+}
