@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/collab-forge/collab/internal/ops"
 )
 
 // TestBody: a body from stdin loses exactly one trailing line end, the
@@ -30,6 +32,15 @@ func TestBody(t *testing.T) {
 		got, err := env.Body(cli.NewContext(nil, set, nil), "body")
 		if err != nil || got != c.want {
 			t.Errorf("Body(--body %q, stdin %q) = %q, %v; want %q", c.flag, c.stdin, got, err, c.want)
+		}
+	}
+}
+
+// TestFlagWord: refusals name input fields as the verbs' flags.
+func TestFlagWord(t *testing.T) {
+	for field, want := range map[string]string{ops.FieldLine: "--line", ops.FieldLeaseToken: "--lease-token", ops.FieldBody: "--body"} {
+		if got := flagWord(field); got != want {
+			t.Errorf("flagWord(%q) = %q, want %q", field, got, want)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/repos"
@@ -667,5 +668,15 @@ func TestAPIMatchesVerbs(t *testing.T) {
 	res := f.do(req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"x","revision":1}`})
 	if res.status != 201 || !strings.Contains(res.body, `"outdated":true`) {
 		t.Errorf("review: %d %s", res.status, res.body)
+	}
+}
+
+// TestFieldWord: refusals name input fields as the API takes them, never
+// as a verb's flags.
+func TestFieldWord(t *testing.T) {
+	for field, want := range map[string]string{ops.FieldLine: `"line"`, ops.FieldLeaseToken: "X-Lease-Token:", ops.FieldBody: `"body"`} {
+		if got := fieldWord(field); got != want {
+			t.Errorf("fieldWord(%q) = %q, want %q", field, got, want)
+		}
 	}
 }
