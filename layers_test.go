@@ -1,0 +1,215 @@
+package collab_test
+
+// The layering rules of HACKING.md, checked with plain `go list` and the
+// type checker over the compiler's export data.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/collab-forge/collab"
+
+type listed struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Export     string
+	ImportMap  map[string]string
+	DepsErrors []struct{ Err string }
+	Error      *struct{ Err string }
+}
+
+// goList runs go list -json with args and decodes its stream of packages.
+func goList(t *testing.T, args ...string) []listed {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list %v: %v", args, err)
+		}
+		if p.Error != nil {
+			t.Fatalf("go list %v: %s: %s", args, p.ImportPath, p.Error.Err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// webPackages are what a hook process must never link: collab-hook runs on
+// every push and must start fast.
+var webPackages = []string{
+	"net/http", "html/template", "github.com/gorilla/mux",
+	module + "/internal/web", module + "/internal/markdown", module + "/internal/webhook",
+}
+
+// linkedWeb returns the web packages among the dependencies of pkg.
+func linkedWeb(t *testing.T, pkg string) []string {
+	var found []string
+	for _, p := range goList(t, "-deps", pkg) {
+		if slices.Contains(webPackages, p.ImportPath) {
+			found = append(found, p.ImportPath)
+		}
+	}
+	return found
+}
+
+func TestHookLinksNoWebPackages(t *testing.T) {
+	if got := linkedWeb(t, "./cmd/collab-hook"); len(got) > 0 {
+		t.Errorf("cmd/collab-hook links %v; the hooks and the forced command must not link web packages", got)
+	}
+	// The check itself must see a web binary for what it is.
+	if got := linkedWeb(t, "./cmd/collab-web"); !slices.Contains(got, "net/http") || !slices.Contains(got, "html/template") {
+		t.Errorf("cmd/collab-web should link net/http and html/template; the check found %v", got)
+	}
+}
+
+// transports only parse input, call internal/ops and render.
+var transports = []string{module + "/internal/verbs", module + "/internal/web"}
+
+// TestTransportsGoThroughOps: the transports neither run transactions or
+// SQL themselves nor call a domain function that takes the database (a
+// store.Querier, *store.DB, *sql.Tx or *sql.DB): every use case goes
+// through internal/ops. (internal/push, the hooks, still calls the domain
+// packages itself until its rework moves its use cases into ops.)
+func TestTransportsGoThroughOps(t *testing.T) {
+	for _, pkg := range transports {
+		t.Run(strings.TrimPrefix(pkg, module+"/"), func(t *testing.T) {
+			if v := violations(t, pkg); len(v) > 0 {
+				t.Errorf("%d calls bypass internal/ops:\n%s", len(v), strings.Join(v, "\n"))
+			}
+		})
+	}
+}
+
+// TestLayerCheckFindsBypasses: the check of TestTransportsGoThroughOps
+// sees a transaction and domain calls where they are (ops itself).
+func TestLayerCheckFindsBypasses(t *testing.T) {
+	v := strings.Join(violations(t, module+"/internal/ops"), "\n")
+	for _, want := range []string{"(*store.DB).Write", "issues.New", "leases.Acquire"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the check does not see %s in internal/ops:\n%s", want, v)
+		}
+	}
+}
+
+// violations type-checks pkg from the compiler's export data and lists
+// its calls that touch the database other than through ops.
+func violations(t *testing.T, pkg string) []string {
+	t.Helper()
+	deps := goList(t, "-deps", "-export", pkg)
+	exports := map[string]string{}
+	var self listed
+	for _, p := range deps {
+		exports[p.ImportPath] = p.Export
+		if p.ImportPath == pkg {
+			self = p
+		}
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range self.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(self.Dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	lookup := func(path string) (io.ReadCloser, error) {
+		if m, ok := self.ImportMap[path]; ok {
+			path = m
+		}
+		e := exports[path]
+		if e == "" {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(e)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", lookup)}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	if _, err := conf.Check(pkg, fset, files, info); err != nil {
+		t.Fatalf("type-check %s: %v", pkg, err)
+	}
+	var out []string
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var id *ast.Ident
+			switch fun := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				id = fun.Sel
+			case *ast.Ident:
+				id = fun
+			default:
+				return true
+			}
+			fn, ok := info.Uses[id].(*types.Func)
+			if !ok || fn.Pkg() == nil {
+				return true
+			}
+			if why := bypass(fn); why != "" {
+				out = append(out, fmt.Sprintf("  %s: %s", fset.Position(call.Pos()), why))
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// domain are the packages whose functions that take the database are use
+// cases' business, not a transport's.
+var domain = []string{"access", "events", "issues", "leases", "patches", "principals", "repos", "review", "store", "tokens"}
+
+// bypass says why a call of fn from a transport bypasses ops, or "".
+func bypass(fn *types.Func) string {
+	sig := fn.Type().(*types.Signature)
+	if recv := sig.Recv(); recv != nil {
+		switch r := types.TypeString(recv.Type(), nil); r {
+		case "*" + module + "/internal/store.DB":
+			return "(*store.DB)." + fn.Name()
+		case "*database/sql.DB", "*database/sql.Tx":
+			return "(" + strings.TrimPrefix(r, "*database/") + ")." + fn.Name() + " (SQL)"
+		}
+		return ""
+	}
+	path := fn.Pkg().Path()
+	if !strings.HasPrefix(path, module+"/internal/") || !slices.Contains(domain, strings.TrimPrefix(path, module+"/internal/")) {
+		return ""
+	}
+	params := sig.Params()
+	for i := range params.Len() {
+		switch types.TypeString(params.At(i).Type(), nil) {
+		case module + "/internal/store.Querier", "*" + module + "/internal/store.DB", "*database/sql.Tx", "*database/sql.DB":
+			return fn.Pkg().Name() + "." + fn.Name() + " takes the database"
+		}
+	}
+	return ""
+}
