@@ -14,9 +14,11 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -212,4 +214,68 @@ func bypass(fn *types.Func) string {
 		}
 	}
 	return ""
+}
+
+// TestOneWriterPerTable: every table of schema.sql is written (INSERT,
+// UPDATE, DELETE) by the Go code of one package only (benchmarks, which
+// generate their data straight into a database, aside).
+func TestOneWriterPerTable(t *testing.T) {
+	schema, err := os.ReadFile("schema.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for _, m := range regexp.MustCompile(`(?m)^CREATE TABLE (\w+)`).FindAllSubmatch(schema, -1) {
+		tables = append(tables, string(m[1]))
+	}
+	if len(tables) < 10 {
+		t.Fatalf("found only %d tables in schema.sql", len(tables))
+	}
+	writers := map[string]map[string]bool{}
+	for _, p := range goList(t, "./internal/...", "./cmd/...") {
+		for _, name := range p.GoFiles {
+			src, err := os.ReadFile(filepath.Join(p.Dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tb := range tables {
+				if regexp.MustCompile(`(?i)\b(INSERT( OR \w+)? INTO|UPDATE|DELETE FROM) ` + tb + `\b`).Match(src) {
+					if writers[tb] == nil {
+						writers[tb] = map[string]bool{}
+					}
+					writers[tb][strings.TrimPrefix(p.ImportPath, module+"/")] = true
+				}
+			}
+		}
+	}
+	for _, tb := range tables {
+		if n := len(writers[tb]); n > 1 {
+			t.Errorf("table %s is written by %d packages: %v", tb, n, slices.Sorted(maps.Keys(writers[tb])))
+		}
+	}
+	if !writers["reviews"]["internal/patches"] {
+		t.Errorf("the check does not see internal/patches write the reviews table: %v", writers["reviews"])
+	}
+}
+
+// TestLayoutCoversEveryPackage: HACKING.md's layout table names every
+// package, or a folder holding it (`bench/`).
+func TestLayoutCoversEveryPackage(t *testing.T) {
+	hacking, err := os.ReadFile("HACKING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range goList(t, "./...") {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if rel == "" {
+			rel = "embed.go"
+		}
+		covered := false
+		for dir := rel; dir != "." && dir != "" && !covered; dir = filepath.Dir(dir) {
+			covered = bytes.Contains(hacking, []byte("`"+dir+"`")) || bytes.Contains(hacking, []byte("`"+dir+"/`"))
+		}
+		if !covered {
+			t.Errorf("HACKING.md's layout does not name %s", rel)
+		}
+	}
 }
