@@ -59,16 +59,7 @@ type IssueList struct {
 
 // ListIssues lists issues newest first, each with its live lease.
 func (s *Service) ListIssues(ctx context.Context, who Actor, in ListIssues) (IssueList, error) {
-	if in.State == "" {
-		in.State = string(issues.Open)
-	}
-	if err := issues.CheckState(in.State); err != nil {
-		return IssueList{}, err
-	}
-	if err := checkLimit(in.Limit); err != nil {
-		return IssueList{}, err
-	}
-	sc, err := s.repo(ctx, who, in.Repo, access.Read)
+	sc, err := s.listed(ctx, who, in.Repo, &in.State, string(issues.Open), issues.CheckState, in.Limit)
 	if err != nil {
 		return IssueList{}, err
 	}

@@ -159,6 +159,22 @@ func (s *Service) Health(ctx context.Context) error {
 	return s.DB.R().QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
 
+// listed checks a request for a page of a repository's list: its state
+// filter (*state, "" meaning open) against check, its page size, and the
+// actor's read access.
+func (s *Service) listed(ctx context.Context, who Actor, repo string, state *string, open string, check func(string) error, limit int) (scope, error) {
+	if *state == "" {
+		*state = open
+	}
+	if err := check(*state); err != nil {
+		return scope{}, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return scope{}, err
+	}
+	return s.repo(ctx, who, repo, access.Read)
+}
+
 // checkLimit refuses a page size outside 1 to 1000.
 func checkLimit(n int) error {
 	if n < 1 || n > 1000 {

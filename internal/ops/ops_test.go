@@ -198,7 +198,7 @@ func TestFencedComment(t *testing.T) {
 			t.Errorf("%s with token %d: %v", tt.who, tt.token, err)
 		}
 	}
-	cs, err := w.s.Comments(w.ctx, as("carol"), ref)
+	cs, _, err := w.s.Comments(w.ctx, as("carol"), Comments{Issue: ref, Limit: 50, MaxBytes: 1 << 20})
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("comments: %d %v", len(cs), err)
 	}

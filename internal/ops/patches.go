@@ -43,9 +43,9 @@ func (s *Service) patchURL(key, id string) string {
 	return s.URL + "/" + strings.Join(segs, "/") + "/-/patches/" + id
 }
 
-// listed is p as patch list prints it: with its review views, summary and
+// view is p as patch list prints it: with its review views, summary and
 // page URL.
-func (s *Service) listed(p patches.Patch) review.Listed {
+func (s *Service) view(p patches.Patch) review.Listed {
 	return review.Listed{Patch: review.Describe(p), URL: s.patchURL(p.Repo, p.ID)}
 }
 
@@ -73,16 +73,7 @@ type ListPatches struct {
 // views and summary.
 func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([]review.Listed, error) {
 	state := strings.ToLower(in.State)
-	if state == "" {
-		state = string(patches.Open)
-	}
-	if err := patches.CheckState(state); err != nil {
-		return nil, err
-	}
-	if err := checkLimit(in.Limit); err != nil {
-		return nil, err
-	}
-	sc, err := s.repo(ctx, who, in.Repo, access.Read)
+	sc, err := s.listed(ctx, who, in.Repo, &state, string(patches.Open), patches.CheckState, in.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +87,7 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 	}
 	out := make([]review.Listed, 0, len(list))
 	for _, p := range list {
-		out = append(out, s.listed(p))
+		out = append(out, s.view(p))
 	}
 	return out, nil
 }
@@ -118,7 +109,7 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 		if err != nil {
 			return err
 		}
-		out = review.Shown{Listed: s.listed(p), Timeline: tl}
+		out = review.Shown{Listed: s.view(p), Timeline: tl}
 		return nil
 	})
 	return out, err
@@ -360,7 +351,7 @@ func (s *Service) SetPatchState(ctx context.Context, who Actor, ref Ref, state p
 	if err != nil {
 		return PatchChange{}, err
 	}
-	return PatchChange{Patch: s.listed(p), Changed: changed}, nil
+	return PatchChange{Patch: s.view(p), Changed: changed}, nil
 }
 
 // Merge is a manual merge record: the patch was merged as Commit.
@@ -440,5 +431,5 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 	if err != nil {
 		return PatchChange{}, patches.Merge{}, err
 	}
-	return PatchChange{Patch: s.listed(got), Changed: recorded}, m, nil
+	return PatchChange{Patch: s.view(got), Changed: recorded}, m, nil
 }
