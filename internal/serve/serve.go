@@ -88,10 +88,10 @@ func Run(ctx context.Context, r *Request) int {
 	log := r.Log.With("PRINCIPAL", r.Principal)
 	jsonOut := false // a verb line asked for --json: refusals are JSON too
 	refuse := func(err error, attrs ...any) int {
-		fe := fault.As(err)
-		fmt.Fprintf(r.Stderr, "collab: %s\n", oneLine(fe.Msg))
+		msg := fault.Public(err)
+		fmt.Fprintf(r.Stderr, "collab: %s\n", oneLine(msg))
 		if jsonOut {
-			_ = json.NewEncoder(r.Stdout).Encode(map[string]string{"error": fe.Msg})
+			_ = json.NewEncoder(r.Stdout).Encode(map[string]string{"error": msg})
 		}
 		attrs = append(attrs, "OUTCOME", "refused", "error", err.Error(), "DURATION_MS", time.Since(start).Milliseconds())
 		log.WarnContext(ctx, "ssh command refused", attrs...)
