@@ -87,6 +87,14 @@ func (f *fixture) exec(query string, args ...any) {
 
 func ptr[T any](v T) *T { return &v }
 
+// timeText is a nullable domain time as the record writes it.
+func timeText(t *store.Time) *string {
+	if t == nil {
+		return nil
+	}
+	return ptr(t.String())
+}
+
 func ts(n int) string { return fmt.Sprintf("2026-11-29T10:%02d:%02d.000Z", n/60, n%60) }
 
 func hexID(n int) string { return fmt.Sprintf("%040x", 0xabc000+n) }
@@ -301,12 +309,12 @@ func TestExportRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p.Title != db.Title || p.State != string(db.State) || p.Author != db.Author || p.Base != db.Base ||
-			p.Description != db.Description || p.Topic != db.Topic || p.CreatedAt != db.CreatedAt ||
+			p.Description != db.Description || p.Topic != db.Topic || p.CreatedAt != db.CreatedAt.String() ||
 			!reflect.DeepEqual(p.Issues, db.Issues) {
 			t.Errorf("patch %s: export %+v, patches.Get %+v", id, p, db)
 		}
 		if (p.Merge == nil) != (db.Merge == nil) || p.Merge != nil && (p.Merge.Commit != db.Merge.Commit ||
-			p.Merge.Branch != db.Merge.Branch || p.Merge.By != db.Merge.By || p.Merge.At != db.Merge.At) {
+			p.Merge.Branch != db.Merge.Branch || p.Merge.By != db.Merge.By || p.Merge.At != db.Merge.At.String()) {
 			t.Errorf("patch %s merge: export %+v, patches.Get %+v", id, p.Merge, db.Merge)
 		}
 		if len(got.revs[id]) != len(db.Revisions) || len(got.reviews[id]) != len(db.Reviews) {
@@ -315,7 +323,7 @@ func TestExportRoundTrip(t *testing.T) {
 		}
 		for i, r := range db.Revisions {
 			e := got.revs[id][i]
-			if int(e.Number) != r.Number || e.Commit != r.Commit || e.BaseCommit != r.BaseCommit || e.Pusher != r.Pusher || e.CreatedAt != r.CreatedAt {
+			if int(e.Number) != r.Number || e.Commit != r.Commit || e.BaseCommit != r.BaseCommit || e.Pusher != r.Pusher || e.CreatedAt != r.CreatedAt.String() {
 				t.Errorf("patch %s revision %d: export %+v, database %+v", id, i+1, e, r)
 			}
 		}
@@ -674,15 +682,15 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 		}
 		e := got.issues[id]
 		if e.ID != d.ID || e.Repo != d.Repo || e.Title != d.Title || e.Body != d.Body || e.State != string(d.State) ||
-			e.Author != d.Author || e.CreatedAt != d.CreatedAt || e.UpdatedAt != d.UpdatedAt ||
-			!reflect.DeepEqual(e.ClosedAt, d.ClosedAt) || !reflect.DeepEqual(e.Patches, d.Patches) {
+			e.Author != d.Author || e.CreatedAt != d.CreatedAt.String() || e.UpdatedAt != d.UpdatedAt.String() ||
+			!reflect.DeepEqual(e.ClosedAt, timeText(d.ClosedAt)) || !reflect.DeepEqual(e.Patches, d.Patches) {
 			t.Errorf("issue %s: export %+v, issue show %+v", id, e, d.Issue)
 		}
 		if len(got.comments[id]) != len(d.Comments) {
 			t.Fatalf("issue %s: %d comments exported, %d in the database", id, len(got.comments[id]), len(d.Comments))
 		}
 		for i, c := range d.Comments {
-			if e := got.comments[id][i]; e != (Comment{ID: c.ID, Author: c.Author, Body: c.Body, CreatedAt: c.CreatedAt}) {
+			if e := got.comments[id][i]; e != (Comment{ID: c.ID, Author: c.Author, Body: c.Body, CreatedAt: c.CreatedAt.String()}) {
 				t.Errorf("issue %s comment %d: export %+v, database %+v", id, i, e, c)
 			}
 		}
@@ -690,7 +698,7 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 			t.Fatalf("issue %s: %d tenures exported, %d in the database", id, len(got.tenures[id]), len(d.Tenures))
 		}
 		for i, l := range d.Tenures {
-			want := Tenure{Token: l.Token, Holder: l.Holder, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, EndedAt: l.EndedAt, EndReason: l.EndReason}
+			want := Tenure{Token: l.Token, Holder: l.Holder, AcquiredAt: l.AcquiredAt.String(), ExpiresAt: timeText(l.ExpiresAt), EndedAt: timeText(l.EndedAt), EndReason: l.EndReason}
 			if e := got.tenures[id][i]; !reflect.DeepEqual(e, want) {
 				t.Errorf("issue %s tenure %d: export %+v, database %+v", id, i, e, want)
 			}
@@ -707,9 +715,9 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := got.patches[patchID]
-	wantMerge := &Merge{At: p.Merge.At, Branch: p.Merge.Branch, By: p.Merge.By, Commit: p.Merge.Commit}
+	wantMerge := &Merge{At: p.Merge.At.String(), Branch: p.Merge.Branch, By: p.Merge.By, Commit: p.Merge.Commit}
 	if e.ID != p.ID || e.Repo != p.Repo || e.Title != p.Title || e.State != string(p.State) || e.Author != p.Author ||
-		e.Base != p.Base || e.Description != p.Description || e.CreatedAt != p.CreatedAt || e.UpdatedAt != p.UpdatedAt ||
+		e.Base != p.Base || e.Description != p.Description || e.CreatedAt != p.CreatedAt.String() || e.UpdatedAt != p.UpdatedAt.String() ||
 		!reflect.DeepEqual(e.Issues, p.Issues) || !reflect.DeepEqual(e.Merge, wantMerge) {
 		t.Errorf("patch: export %+v, patch show %+v", e, p)
 	}
@@ -718,7 +726,7 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 			len(got.revs[patchID]), len(got.reviews[patchID]), len(p.Revisions), len(p.Reviews))
 	}
 	for i, r := range p.Revisions {
-		want := Revision{Number: int64(r.Number), Commit: r.Commit, BaseCommit: r.BaseCommit, Pusher: r.Pusher, CreatedAt: r.CreatedAt}
+		want := Revision{Number: int64(r.Number), Commit: r.Commit, BaseCommit: r.BaseCommit, Pusher: r.Pusher, CreatedAt: r.CreatedAt.String()}
 		if got.revs[patchID][i] != want {
 			t.Errorf("revision %d: export %+v, database %+v", i+1, got.revs[patchID][i], want)
 		}
@@ -727,12 +735,12 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 		e := got.reviews[patchID][i]
 		if e.ID != r.ID || int(e.Revision) != r.Revision || e.Author != r.Author || e.Verdict != r.Verdict ||
 			e.Body != r.Body || !reflect.DeepEqual(e.File, r.File) || e.Line == nil || r.Line == nil || int(*e.Line) != *r.Line ||
-			e.CreatedAt != r.CreatedAt {
+			e.CreatedAt != r.CreatedAt.String() {
 			t.Errorf("review %d: export %+v, database %+v", i+1, e, r)
 		}
 	}
 
-	if st := got.states[patchID]; len(st) != 1 || st[0] != (StateChange{Kind: "merged", Actor: "bob", At: p.Merge.At}) {
+	if st := got.states[patchID]; len(st) != 1 || st[0] != (StateChange{Kind: "merged", Actor: "bob", At: p.Merge.At.String()}) {
 		t.Errorf("patch state changes: %+v, want the merge", st)
 	}
 

@@ -113,7 +113,7 @@ func Change(ctx context.Context, tx store.Querier, repo, id string, e Edit, now 
 			title, store.FormatTime(now), repo, id); err != nil {
 			return Issue{}, false, fmt.Errorf("retitle issue %s: %w", id, err)
 		}
-		is.Title, is.UpdatedAt, changed = title, store.FormatTime(now), true
+		is.Title, is.UpdatedAt, changed = title, store.At(now), true
 	}
 	if e.State != nil {
 		var set bool

@@ -50,9 +50,9 @@ type Issue struct {
 	Body      string        `json:"body"`
 	State     State         `json:"state"`
 	Author    string        `json:"author"`
-	CreatedAt string        `json:"created_at"`
-	UpdatedAt string        `json:"updated_at"`
-	ClosedAt  *string       `json:"closed_at"`
+	CreatedAt store.Time    `json:"created_at"`
+	UpdatedAt store.Time    `json:"updated_at"`
+	ClosedAt  *store.Time   `json:"closed_at"`
 	Lease     *leases.Lease `json:"lease"`
 
 	seq int64
@@ -60,12 +60,12 @@ type Issue struct {
 
 // Comment is the contract's comment object.
 type Comment struct {
-	ID        string `json:"id"`
-	Repo      string `json:"repo"`
-	IssueID   string `json:"issue_id"`
-	Author    string `json:"author"`
-	Body      string `json:"body"`
-	CreatedAt string `json:"created_at"`
+	ID        string     `json:"id"`
+	Repo      string     `json:"repo"`
+	IssueID   string     `json:"issue_id"`
+	Author    string     `json:"author"`
+	Body      string     `json:"body"`
+	CreatedAt store.Time `json:"created_at"`
 }
 
 // Detail is an issue as `issue show` and the API's GET print it: with its
@@ -138,7 +138,7 @@ func New(ctx context.Context, tx store.Querier, repo, author, title, body string
 		return Issue{}, err
 	}
 	ts := store.FormatTime(now)
-	is := Issue{ID: ids.New(), Repo: repo, Title: title, Body: body, State: Open, Author: author, CreatedAt: ts, UpdatedAt: ts}
+	is := Issue{ID: ids.New(), Repo: repo, Title: title, Body: body, State: Open, Author: author, CreatedAt: store.At(now), UpdatedAt: store.At(now)}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, body, state, author, created_at, updated_at)
 		VALUES (?, ?, ?, ?, 'open', ?, ?, ?)`, repo, is.ID, title, body, author, ts, ts); err != nil {
 		return Issue{}, fmt.Errorf("file issue: %w", err)
@@ -165,18 +165,22 @@ func scanIssue(s scanner) (Issue, error) {
 	var is Issue
 	var closed, holder, acq, exp sql.NullString
 	var token sql.NullInt64
-	if err := s.Scan(&is.seq, &is.ID, &is.Repo, &is.Title, &is.Body, &is.State, &is.Author, &is.CreatedAt,
-		&is.UpdatedAt, &closed, &holder, &token, &acq, &exp); err != nil {
+	// The typed fields scan as the strings they are, on database/sql's
+	// fast path for *string (a list reads thousands); the forge wrote these
+	// columns itself, times in the canonical form.
+	if err := s.Scan(&is.seq, &is.ID, &is.Repo, &is.Title, &is.Body, (*string)(&is.State), &is.Author,
+		(*string)(&is.CreatedAt), (*string)(&is.UpdatedAt), &closed, &holder, &token, &acq, &exp); err != nil {
 		return Issue{}, err
 	}
 	if closed.Valid {
-		is.ClosedAt = &closed.String
+		is.ClosedAt = (*store.Time)(&closed.String)
 	}
 	if holder.Valid {
-		is.Lease = &leases.Lease{Repo: is.Repo, IssueID: is.ID, Holder: holder.String, Token: token.Int64, AcquiredAt: acq.String}
-		if exp.Valid {
-			is.Lease.ExpiresAt = &exp.String
+		l, err := leases.Scanned(is.Repo, is.ID, holder.String, token.Int64, acq.String, exp)
+		if err != nil {
+			return Issue{}, err
 		}
+		is.Lease = &l
 	}
 	return is, nil
 }
@@ -337,7 +341,7 @@ func AddComment(ctx context.Context, tx store.Querier, repo, issueID, author, bo
 		return Comment{}, err
 	}
 	ts := store.FormatTime(now)
-	c := Comment{ID: ids.New(), Repo: repo, IssueID: issueID, Author: author, Body: body, CreatedAt: ts}
+	c := Comment{ID: ids.New(), Repo: repo, IssueID: issueID, Author: author, Body: body, CreatedAt: store.At(now)}
 	res, err := tx.ExecContext(ctx, `INSERT INTO comments(repo, issue_id, id, author, body, created_at)
 		SELECT repo, id, ?, ?, ?, ? FROM issues WHERE repo = ? AND id = ?`, c.ID, author, body, ts, repo, issueID)
 	if err != nil {

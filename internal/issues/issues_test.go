@@ -332,7 +332,7 @@ func TestFindRefs(t *testing.T) {
 }
 
 func TestMayChange(t *testing.T) {
-	exp := "2026-01-01T00:00:00.000Z"
+	exp := store.At(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	free := Issue{ID: "abcd", Repo: "demo.git", Author: "alice"}
 	leased := free
 	leased.Lease = &leases.Lease{Holder: "bob", ExpiresAt: &exp}

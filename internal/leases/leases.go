@@ -39,25 +39,39 @@ const (
 
 // Lease is the contract's lease object: the current tenure of a live lease.
 type Lease struct {
-	Repo       string  `json:"repo"`
-	IssueID    string  `json:"issue_id"`
-	Holder     string  `json:"holder"`
-	Token      int64   `json:"token"`
-	AcquiredAt string  `json:"acquired_at"`
-	ExpiresAt  *string `json:"expires_at"`
+	Repo       string      `json:"repo"`
+	IssueID    string      `json:"issue_id"`
+	Holder     string      `json:"holder"`
+	Token      int64       `json:"token"`
+	AcquiredAt store.Time  `json:"acquired_at"`
+	ExpiresAt  *store.Time `json:"expires_at"` // nil: open-ended
 }
 
 // Tenure is one entry of a lease's history. EndedAt and EndReason are nil
 // while it lasts.
 type Tenure struct {
-	Repo       string  `json:"repo"`
-	IssueID    string  `json:"issue_id"`
-	Token      int64   `json:"token"`
-	Holder     string  `json:"holder"`
-	AcquiredAt string  `json:"acquired_at"`
-	ExpiresAt  *string `json:"expires_at"`
-	EndedAt    *string `json:"ended_at"`
-	EndReason  *string `json:"end_reason"`
+	Repo       string      `json:"repo"`
+	IssueID    string      `json:"issue_id"`
+	Token      int64       `json:"token"`
+	Holder     string      `json:"holder"`
+	AcquiredAt store.Time  `json:"acquired_at"`
+	ExpiresAt  *store.Time `json:"expires_at"`
+	EndedAt    *store.Time `json:"ended_at"`
+	EndReason  *string     `json:"end_reason"`
+}
+
+// Scanned builds the lease object from its stored columns: acquired and
+// expires as written by store.FormatTime (expires NULL: open-ended).
+func Scanned(repo, issueID, holder string, token int64, acquired string, expires sql.NullString) (Lease, error) {
+	l := Lease{Repo: repo, IssueID: issueID, Holder: holder, Token: token}
+	err := l.AcquiredAt.Scan(acquired)
+	if err == nil {
+		l.ExpiresAt, err = store.NullTime(expires)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("lease of %s: %w", issueID, err)
+	}
+	return l, nil
 }
 
 // CheckTTL refuses a TTL outside 1s..720h; zero (open-ended) passes.
@@ -100,13 +114,8 @@ func (r row) expired(now string) bool {
 	return r.exists && r.holder.Valid && r.expiresAt.Valid && r.expiresAt.String <= now
 }
 
-func (r row) lease(repo, issueID string) Lease {
-	l := Lease{Repo: repo, IssueID: issueID, Holder: r.holder.String, Token: r.token, AcquiredAt: r.acquiredAt}
-	if r.expiresAt.Valid {
-		s := r.expiresAt.String
-		l.ExpiresAt = &s
-	}
-	return l
+func (r row) lease(repo, issueID string) (Lease, error) {
+	return Scanned(repo, issueID, r.holder.String, r.token, r.acquiredAt, r.expiresAt)
 }
 
 func read(ctx context.Context, q store.Querier, repo, issueID string) (row, error) {
@@ -205,10 +214,9 @@ func Acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string
 	if err != nil {
 		return Lease{}, fmt.Errorf("record tenure %d of %s: %w", token, issueID, err)
 	}
-	l := Lease{Repo: repo, IssueID: issueID, Holder: holder, Token: token, AcquiredAt: ts}
-	if exp != nil {
-		s := exp.(string)
-		l.ExpiresAt = &s
+	l := Lease{Repo: repo, IssueID: issueID, Holder: holder, Token: token, AcquiredAt: store.At(now)}
+	if ttl != 0 {
+		l.ExpiresAt = store.TimePtr(now.Add(ttl))
 	}
 	if _, err := events.Emit(ctx, tx, events.IssueClaimed, repo, holder, now, l); err != nil {
 		return Lease{}, err
@@ -230,7 +238,10 @@ func extend(ctx context.Context, tx store.Querier, repo, issueID string, r row, 
 	}
 	s, ok := exp.(string)
 	r.expiresAt = sql.NullString{String: s, Valid: ok}
-	l := r.lease(repo, issueID)
+	l, err := r.lease(repo, issueID)
+	if err != nil {
+		return Lease{}, err
+	}
 	if _, err := events.Emit(ctx, tx, events.LeaseRenewed, repo, r.holder.String, now, l); err != nil {
 		return Lease{}, err
 	}
@@ -312,9 +323,12 @@ func end(ctx context.Context, tx store.Querier, repo, issueID string, r row, rea
 	if err := free(ctx, tx, repo, issueID); err != nil {
 		return err
 	}
-	t := tenureOf(repo, issueID, r)
-	t.EndedAt, t.EndReason = &ts, &reason
-	_, err := events.Emit(ctx, tx, events.LeaseReleased, repo, actor, now, t)
+	t, err := tenureOf(repo, issueID, r)
+	if err != nil {
+		return err
+	}
+	t.EndedAt, t.EndReason = store.TimePtr(now), &reason
+	_, err = events.Emit(ctx, tx, events.LeaseReleased, repo, actor, now, t)
 	return err
 }
 
@@ -329,16 +343,19 @@ func endExpired(ctx context.Context, tx store.Querier, repo, issueID string, r r
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return err
 	}
-	t := tenureOf(repo, issueID, r)
+	t, err := tenureOf(repo, issueID, r)
+	if err != nil {
+		return err
+	}
 	reason := EndExpired
 	t.EndedAt, t.EndReason = t.ExpiresAt, &reason
 	_, err = events.Emit(ctx, tx, events.LeaseExpired, repo, actor, now, t)
 	return err
 }
 
-func tenureOf(repo, issueID string, r row) Tenure {
-	l := r.lease(repo, issueID)
-	return Tenure{Repo: repo, IssueID: issueID, Token: l.Token, Holder: l.Holder, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt}
+func tenureOf(repo, issueID string, r row) (Tenure, error) {
+	l, err := r.lease(repo, issueID)
+	return Tenure{Repo: repo, IssueID: issueID, Token: l.Token, Holder: l.Holder, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt}, err
 }
 
 // CheckFree refuses, from a plain read, an acquire that would find a live
@@ -362,7 +379,10 @@ func Current(ctx context.Context, q store.Querier, repo, issueID string, now tim
 	if err != nil || !r.live(store.FormatTime(now)) {
 		return nil, err
 	}
-	l := r.lease(repo, issueID)
+	l, err := r.lease(repo, issueID)
+	if err != nil {
+		return nil, err
+	}
 	return &l, nil
 }
 
@@ -390,11 +410,12 @@ func List(ctx context.Context, q store.Querier, repo string, now time.Time) ([]L
 	for rows.Next() {
 		l := Lease{Repo: repo}
 		var exp sql.NullString
-		if err := rows.Scan(&l.IssueID, &l.Holder, &l.Token, &l.AcquiredAt, &exp); err != nil {
-			return nil, fmt.Errorf("list leases: %w", err)
+		err := rows.Scan(&l.IssueID, &l.Holder, &l.Token, &l.AcquiredAt, &exp)
+		if err == nil {
+			l.ExpiresAt, err = store.NullTime(exp)
 		}
-		if exp.Valid {
-			l.ExpiresAt = &exp.String
+		if err != nil {
+			return nil, fmt.Errorf("list leases: %w", err)
 		}
 		out = append(out, l)
 	}
@@ -411,22 +432,25 @@ func Tenures(ctx context.Context, q store.Querier, repo, issueID string, now tim
 		return nil, fmt.Errorf("read tenures of %s: %w", issueID, err)
 	}
 	defer rows.Close()
-	ts := store.FormatTime(now)
 	out := []Tenure{}
 	for rows.Next() {
 		t := Tenure{Repo: repo, IssueID: issueID}
 		var exp, ended, reason sql.NullString
-		if err := rows.Scan(&t.Token, &t.Holder, &t.AcquiredAt, &exp, &ended, &reason); err != nil {
+		err := rows.Scan(&t.Token, &t.Holder, &t.AcquiredAt, &exp, &ended, &reason)
+		if err == nil {
+			t.ExpiresAt, err = store.NullTime(exp)
+		}
+		if err == nil {
+			t.EndedAt, err = store.NullTime(ended)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("read tenures of %s: %w", issueID, err)
 		}
-		if exp.Valid {
-			t.ExpiresAt = &exp.String
-		}
 		if ended.Valid {
-			t.EndedAt, t.EndReason = &ended.String, &reason.String
-		} else if exp.Valid && exp.String <= ts {
+			t.EndReason = &reason.String
+		} else if t.ExpiresAt != nil && !t.ExpiresAt.Time().After(now) {
 			e := EndExpired
-			t.EndedAt, t.EndReason = &exp.String, &e
+			t.EndedAt, t.EndReason = t.ExpiresAt, &e
 		}
 		out = append(out, t)
 	}
@@ -488,12 +512,11 @@ func SweepExpired(ctx context.Context, db *store.DB, now time.Time) (n int, err 
 		var ts []Tenure
 		for rows.Next() {
 			var t Tenure
-			var exp string
-			if err := rows.Scan(&t.Repo, &t.IssueID, &t.Token, &t.Holder, &t.AcquiredAt, &exp); err != nil {
+			t.ExpiresAt = new(store.Time)
+			if err := rows.Scan(&t.Repo, &t.IssueID, &t.Token, &t.Holder, &t.AcquiredAt, t.ExpiresAt); err != nil {
 				rows.Close()
 				return fmt.Errorf("find expired tenures: %w", err)
 			}
-			t.ExpiresAt = &exp
 			ts = append(ts, t)
 		}
 		if err := rows.Err(); err != nil {

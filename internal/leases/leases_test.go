@@ -149,7 +149,7 @@ func TestAcquireFreeIssueGetsTokenOneAndExpiryFromTTL(t *testing.T) {
 	if l.Token != 1 || l.Holder != "alice" || l.Repo != repo || l.IssueID != issueA {
 		t.Fatalf("got %+v", l)
 	}
-	if l.AcquiredAt != ts(t0) || l.ExpiresAt == nil || *l.ExpiresAt != ts(t0.Add(15*time.Minute)) {
+	if l.AcquiredAt.String() != ts(t0) || l.ExpiresAt == nil || l.ExpiresAt.String() != ts(t0.Add(15*time.Minute)) {
 		t.Fatalf("times: %+v expires %v", l, l.ExpiresAt)
 	}
 	if f.events("issue.claimed") != 1 {
@@ -196,7 +196,7 @@ func TestReacquireByHolderKeepsTokenAndRefreshesExpiry(t *testing.T) {
 	f := newFixture(t, issueA)
 	f.mustAcquire(issueA, "alice", time.Minute, t0)
 	l := f.mustAcquire(issueA, "alice", 5*time.Minute, t0.Add(30*time.Second))
-	if l.Token != 1 || l.AcquiredAt != ts(t0) || *l.ExpiresAt != ts(t0.Add(30*time.Second+5*time.Minute)) {
+	if l.Token != 1 || l.AcquiredAt.String() != ts(t0) || l.ExpiresAt.String() != ts(t0.Add(30*time.Second+5*time.Minute)) {
 		t.Fatalf("re-acquire gave %+v, expires %s", l, *l.ExpiresAt)
 	}
 	// A re-acquire without a TTL turns the same tenure open-ended.
@@ -240,12 +240,12 @@ func TestRenew(t *testing.T) {
 	f := newFixture(t, issueA)
 	f.mustAcquire(issueA, "alice", time.Minute, t0)
 	l, err := f.renew(issueA, "alice", 10*time.Minute, t0.Add(50*time.Second))
-	if err != nil || l.Token != 1 || *l.ExpiresAt != ts(t0.Add(50*time.Second+10*time.Minute)) {
+	if err != nil || l.Token != 1 || l.ExpiresAt.String() != ts(t0.Add(50*time.Second+10*time.Minute)) {
 		t.Fatalf("renew gave %+v, %v", l, err)
 	}
 	// Without a TTL the last one is used again.
 	l, err = f.renew(issueA, "alice", 0, t0.Add(time.Minute))
-	if err != nil || *l.ExpiresAt != ts(t0.Add(11*time.Minute)) {
+	if err != nil || l.ExpiresAt.String() != ts(t0.Add(11*time.Minute)) {
 		t.Fatalf("renew without ttl gave %v, %v", l.ExpiresAt, err)
 	}
 	if f.events("lease.renewed") != 2 {

@@ -139,7 +139,7 @@ func realOut(l Lease, flag bool, err error) outcome {
 	}
 	o := outcome{kind: "ok", token: l.Token, flag: flag}
 	if l.ExpiresAt != nil {
-		o.exp = *l.ExpiresAt
+		o.exp = l.ExpiresAt.String()
 	}
 	return o
 }
@@ -248,7 +248,7 @@ func checkList(t *testing.T, f *fixture, models map[string]*model, now time.Time
 	var got []string
 	for i, l := range list {
 		got = append(got, fmt.Sprintf("%s %s %d", l.IssueID, l.Holder, l.Token))
-		if i > 0 && list[i-1].AcquiredAt > l.AcquiredAt {
+		if i > 0 && l.AcquiredAt.Before(list[i-1].AcquiredAt) {
 			t.Fatalf("list not oldest first: %+v", list)
 		}
 	}

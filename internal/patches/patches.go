@@ -32,32 +32,32 @@ const All = "all"
 // Revision is one pushed (or merge-pinned) version of a patch. Its diff is
 // BaseCommit..Commit.
 type Revision struct {
-	Number     int    `json:"number"`
-	Commit     string `json:"commit"`
-	BaseCommit string `json:"base_commit"`
-	Pusher     string `json:"pusher"`
-	CreatedAt  string `json:"created_at"`
+	Number     int        `json:"number"`
+	Commit     string     `json:"commit"`
+	BaseCommit string     `json:"base_commit"`
+	Pusher     string     `json:"pusher"`
+	CreatedAt  store.Time `json:"created_at"`
 }
 
 // Merge records where and by whom a patch was merged.
 type Merge struct {
-	Branch string `json:"branch"`
-	Commit string `json:"commit"`
-	By     string `json:"by"`
-	At     string `json:"at"`
+	Branch string     `json:"branch"`
+	Commit string     `json:"commit"`
+	By     string     `json:"by"`
+	At     store.Time `json:"at"`
 }
 
 // Review is the contract's review object (reviews.go keeps its table).
 // File and Line are null unless the review is an inline comment.
 type Review struct {
-	ID        string  `json:"id"`
-	Revision  int     `json:"revision"`
-	Author    string  `json:"author"`
-	Verdict   string  `json:"verdict"`
-	Body      string  `json:"body"`
-	File      *string `json:"file"`
-	Line      *int    `json:"line"`
-	CreatedAt string  `json:"created_at"`
+	ID        string     `json:"id"`
+	Revision  int        `json:"revision"`
+	Author    string     `json:"author"`
+	Verdict   string     `json:"verdict"`
+	Body      string     `json:"body"`
+	File      *string    `json:"file"`
+	Line      *int       `json:"line"`
+	CreatedAt store.Time `json:"created_at"`
 }
 
 // Patch is the contract's patch object plus a few extra fields.
@@ -71,8 +71,8 @@ type Patch struct {
 	State       State      `json:"state"`
 	Author      string     `json:"author"`
 	Base        string     `json:"base"`
-	CreatedAt   string     `json:"created_at"`
-	UpdatedAt   string     `json:"updated_at"`
+	CreatedAt   store.Time `json:"created_at"`
+	UpdatedAt   store.Time `json:"updated_at"`
 	Revisions   []Revision `json:"revisions"`
 	Reviews     []Review   `json:"reviews"`
 	Issues      []string   `json:"issues"`
@@ -104,13 +104,22 @@ type scanner interface{ Scan(dest ...any) error }
 func scanPatch(s scanner) (Patch, error) {
 	var p Patch
 	var mb, mc, mby, mat sql.NullString
-	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, &p.State,
-		&p.Author, &p.Base, &p.CreatedAt, &p.UpdatedAt, &mb, &mc, &mby, &mat)
+	// The typed fields scan as the strings they are, on database/sql's
+	// fast path for *string; the forge wrote these columns itself.
+	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, (*string)(&p.State),
+		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat)
 	if err != nil {
 		return Patch{}, err
 	}
 	if mc.Valid {
-		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String, At: mat.String}
+		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String}
+		at, err := store.NullTime(mat)
+		if err != nil {
+			return Patch{}, err
+		}
+		if at != nil {
+			p.Merge.At = *at
+		}
 	}
 	p.Revisions = []Revision{}
 	p.Reviews = []Review{}

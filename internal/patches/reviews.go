@@ -18,7 +18,7 @@ import (
 // already checked) on patch patchID inside tx, with the references in its
 // body and its review.posted event. r.CreatedAt is set from now.
 func AddReview(ctx context.Context, tx store.Querier, repo, patchID string, r Review, now time.Time) (Review, error) {
-	r.CreatedAt = store.FormatTime(now)
+	r.CreatedAt = store.At(now)
 	var file, line any
 	if r.File != nil {
 		file = *r.File
@@ -88,7 +88,7 @@ func Reviews(ctx context.Context, q store.Querier, repo, id string) ([]Review, e
 type Event struct {
 	Kind  string
 	Actor string
-	At    string
+	At    store.Time
 }
 
 // History returns a patch's state changes, oldest first.

@@ -33,7 +33,7 @@ func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Patch,
 		return Patch{}, fmt.Errorf("create patch %s: %w", n.ID, err)
 	}
 	p := Patch{ID: n.ID, Repo: n.Repo, Title: n.Title, Description: n.Description, Topic: n.Topic, Draft: n.Draft,
-		State: Open, Author: n.Author, Base: n.Base, CreatedAt: at, UpdatedAt: at,
+		State: Open, Author: n.Author, Base: n.Base, CreatedAt: store.At(now), UpdatedAt: store.At(now),
 		Revisions: []Revision{}, Reviews: []Review{}, Issues: []string{}}
 	if _, err := events.Emit(ctx, tx, events.PatchCreated, n.Repo, n.Author, now, p); err != nil {
 		return Patch{}, err
@@ -97,7 +97,7 @@ func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCo
 	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(number), 0) FROM revisions WHERE repo = ? AND patch_id = ?", repo, id).Scan(&n); err != nil {
 		return Revision{}, false, fmt.Errorf("number revision of %s: %w", id, err)
 	}
-	r = Revision{Number: n + 1, Commit: commit, BaseCommit: baseCommit, Pusher: pusher, CreatedAt: store.FormatTime(now)}
+	r = Revision{Number: n + 1, Commit: commit, BaseCommit: baseCommit, Pusher: pusher, CreatedAt: store.At(now)}
 	_, err = tx.ExecContext(ctx, `INSERT INTO revisions(repo, patch_id, number, commit_oid, base_commit, pusher, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, repo, id, r.Number, r.Commit, r.BaseCommit, r.Pusher, r.CreatedAt)
 	if err != nil {
@@ -143,7 +143,7 @@ func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, c
 		repo, patchID, by, at); err != nil {
 		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
 	}
-	m := Merge{Branch: branch, Commit: commit, By: by, At: at}
+	m := Merge{Branch: branch, Commit: commit, By: by, At: store.At(now)}
 	if _, err := events.Emit(ctx, tx, events.MergeRecorded, repo, by, now, map[string]any{"patch_id": patchID, "merge": m}); err != nil {
 		return false, err
 	}

@@ -63,10 +63,10 @@ func List(ctx context.Context, q store.Querier, repo, patchID string) ([]View, e
 
 // Vote is one reviewer's standing verdict.
 type Vote struct {
-	Author   string `json:"author"`
-	Verdict  string `json:"verdict"`
-	Revision int    `json:"revision"`
-	At       string `json:"at"`
+	Author   string     `json:"author"`
+	Verdict  string     `json:"verdict"`
+	Revision int        `json:"revision"`
+	At       store.Time `json:"at"`
 }
 
 // Summary is where a patch's review stands. Each reviewer's latest vote
@@ -164,9 +164,9 @@ const (
 
 // Entry is one event in a patch's history.
 type Entry struct {
-	At    string `json:"at"`
-	Kind  string `json:"kind"`
-	Actor string `json:"actor"`
+	At    store.Time `json:"at"`
+	Kind  string     `json:"kind"`
+	Actor string     `json:"actor"`
 	// Revision is the revision pushed or reviewed (0 for state changes).
 	Revision int `json:"revision,omitempty"`
 	// Commit is the revision's tip, or the merge commit.
@@ -211,9 +211,8 @@ func Timeline(ctx context.Context, q store.Querier, p patches.Patch) ([]Entry, e
 	if p.Merge != nil && !sawMerge {
 		out = append(out, Entry{At: p.Merge.At, Kind: KindMerged, Actor: p.Merge.By, Commit: p.Merge.Commit, Branch: p.Merge.Branch})
 	}
-	// Times have fixed-width milliseconds, so text order is time order;
-	// ties keep the order above (a revision before what refers to it).
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	// Ties keep the order above (a revision before what refers to it).
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	if out == nil {
 		out = []Entry{}
 	}

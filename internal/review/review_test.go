@@ -8,13 +8,18 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/store"
 )
 
+// at0 is the time of every review rv makes.
+var at0 = store.At(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+
 func rv(author, verdict string, rev int) patches.Review {
-	return patches.Review{Author: author, Verdict: verdict, Revision: rev, CreatedAt: "t"}
+	return patches.Review{Author: author, Verdict: verdict, Revision: rev, CreatedAt: at0}
 }
 
 func TestSummarize(t *testing.T) {
@@ -37,7 +42,7 @@ func TestSummarize(t *testing.T) {
 			"votes on older revisions are stale",
 			[]patches.Review{rv("bob", Approve, 1), rv("carol", Approve, 1), rv("carol", Approve, 3), rv("bob", Comment, 3)},
 			3,
-			Summary{Revision: 3, Approvals: []string{"carol"}, ChangeRequests: []string{}, Stale: []Vote{{Author: "bob", Verdict: Approve, Revision: 1, At: "t"}}, Comments: 1},
+			Summary{Revision: 3, Approvals: []string{"carol"}, ChangeRequests: []string{}, Stale: []Vote{{Author: "bob", Verdict: Approve, Revision: 1, At: at0}}, Comments: 1},
 			"approved by carol; 1 stale vote",
 		},
 	}

@@ -492,10 +492,13 @@ func migrations(schema string) ([]string, error) {
 const TimeLayout = "2006-01-02T15:04:05.000Z"
 
 // FormatTime renders t for the database and for JSON.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+func FormatTime(t time.Time) string { return string(appendTime(make([]byte, 0, len(TimeLayout)), t)) }
 
 // ParseTime reads a time written by FormatTime (or any RFC 3339 time).
 func ParseTime(s string) (time.Time, error) {
+	if t, ok := parseLayout(s); ok {
+		return t, nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("bad stored time %q: %w", s, err)

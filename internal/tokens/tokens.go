@@ -37,11 +37,11 @@ const touchEvery = time.Minute
 // Token is a stored token; the secret itself is only known at creation.
 type Token struct {
 	// Token is the secret; it is set only by New.
-	Token      string  `json:"token,omitempty"`
-	Name       string  `json:"name"`
-	Principal  string  `json:"principal"`
-	CreatedAt  string  `json:"created_at"`
-	LastUsedAt *string `json:"last_used_at"`
+	Token      string      `json:"token,omitempty"`
+	Name       string      `json:"name"`
+	Principal  string      `json:"principal"`
+	CreatedAt  store.Time  `json:"created_at"`
+	LastUsedAt *store.Time `json:"last_used_at"`
 }
 
 // Hash is the stored form of a secret.
@@ -76,7 +76,7 @@ func New(ctx context.Context, tx store.Querier, principal, name string, now time
 	if err := CheckName(name); err != nil {
 		return Token{}, err
 	}
-	t := Token{Token: Prefix + randomSecret(32), Name: name, Principal: principal, CreatedAt: store.FormatTime(now)}
+	t := Token{Token: Prefix + randomSecret(32), Name: name, Principal: principal, CreatedAt: store.At(now)}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&n); err != nil {
 		return Token{}, fmt.Errorf("check token name: %w", err)
@@ -103,11 +103,12 @@ func List(ctx context.Context, q store.Querier, principal string) ([]Token, erro
 	for rows.Next() {
 		var t Token
 		var used sql.NullString
-		if err := rows.Scan(&t.Name, &t.Principal, &t.CreatedAt, &used); err != nil {
-			return nil, fmt.Errorf("list tokens: %w", err)
+		err := rows.Scan(&t.Name, &t.Principal, &t.CreatedAt, &used)
+		if err == nil {
+			t.LastUsedAt, err = store.NullTime(used)
 		}
-		if used.Valid {
-			t.LastUsedAt = &used.String
+		if err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
 		}
 		out = append(out, t)
 	}

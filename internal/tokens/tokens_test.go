@@ -96,7 +96,7 @@ func TestAuthenticateAndSessions(t *testing.T) {
 		t.Fatalf("Authenticate = %q, %v", p, err)
 	}
 	list, _ := List(ctx, db.R(), "alice")
-	if list[0].LastUsedAt == nil || *list[0].LastUsedAt != store.FormatTime(now) {
+	if list[0].LastUsedAt == nil || list[0].LastUsedAt.String() != store.FormatTime(now) {
 		t.Fatalf("last used not recorded: %+v", list[0])
 	}
 

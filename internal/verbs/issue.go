@@ -169,7 +169,7 @@ func (env *Env) printIssue(w io.Writer, d issues.Detail) {
 	for _, t := range d.Tenures {
 		end := "live"
 		if t.EndReason != nil {
-			end = *t.EndReason + " at " + *t.EndedAt
+			end = *t.EndReason + " at " + t.EndedAt.String()
 		}
 		fmt.Fprintf(w, "  tenure %d: %s from %s, %s\n", t.Token, t.Holder, t.AcquiredAt, end)
 	}
@@ -194,7 +194,7 @@ func (env *Env) printIssue(w io.Writer, d issues.Detail) {
 func leaseText(l leases.Lease) string {
 	exp := "open-ended"
 	if l.ExpiresAt != nil {
-		exp = "expires " + *l.ExpiresAt
+		exp = "expires " + l.ExpiresAt.String()
 	}
 	return fmt.Sprintf("held by %s, token %d, %s", l.Holder, l.Token, exp)
 }

@@ -48,7 +48,7 @@ func tokenCommand(env *Env) *cli.Command {
 						for _, t := range ts {
 							used := "never used"
 							if t.LastUsedAt != nil {
-								used = "last used " + *t.LastUsedAt
+								used = "last used " + t.LastUsedAt.String()
 							}
 							fmt.Fprintf(w, "%s\tcreated %s\t%s\n", t.Name, t.CreatedAt, used)
 						}

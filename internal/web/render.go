@@ -29,13 +29,8 @@ func loadPages(s *Server) (*pages, error) {
 			}
 			return id
 		},
-		"when": when,
-		"whenp": func(ts *string) string {
-			if ts == nil {
-				return ""
-			}
-			return when(*ts)
-		},
+		"when":   when,
+		"whenp":  when,
 		"md":     s.md.Render,
 		"deref":  deref,
 		"derefi": derefInt,
@@ -66,13 +61,33 @@ func loadPages(s *Server) (*pages, error) {
 	return p, nil
 }
 
-// when shows a stored time as pages do; what does not parse is shown as is.
-func when(ts string) string {
-	t, err := store.ParseTime(ts)
-	if err != nil {
-		return ts
+// pageTime is how pages show a time.
+const pageTime = "2006-01-02 15:04 UTC"
+
+// when shows a time as pages do: a store.Time, or a stored text time (what
+// does not parse is shown as is); nil shows as nothing.
+func when(v any) string {
+	switch t := v.(type) {
+	case store.Time:
+		return t.Time().Format(pageTime)
+	case *store.Time:
+		if t == nil {
+			return ""
+		}
+		return t.Time().Format(pageTime)
+	case *string:
+		if t == nil {
+			return ""
+		}
+		return when(*t)
+	case string:
+		p, err := store.ParseTime(t)
+		if err != nil {
+			return t
+		}
+		return p.Format(pageTime)
 	}
-	return t.Format("2006-01-02 15:04 UTC")
+	return fmt.Sprint(v)
 }
 
 func derefInt(p *int) int {
