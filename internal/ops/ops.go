@@ -29,8 +29,6 @@ import (
 const (
 	FieldRepo       = "repo"
 	FieldBody       = "body"
-	FieldTitle      = "title"
-	FieldState      = "state"
 	FieldLimit      = "limit"
 	FieldFile       = "file"
 	FieldLine       = "line"
