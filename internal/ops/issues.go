@@ -64,27 +64,24 @@ func (s *Service) ListIssues(ctx context.Context, who Actor, in ListIssues) (Iss
 		return IssueList{}, err
 	}
 	out := IssueList{Repo: sc.key}
-	if in.Query == "" && !in.Counts {
+	if in.Query == "" {
 		out.Issues, err = issues.List(ctx, s.DB.R(), sc.key, in.State, in.Limit, in.After, s.now())
+	} else {
+		// The hits and their rows in one read transaction, so they agree.
+		err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+			var err error
+			out.Issues, err = issues.Search(ctx, tx, sc.key, in.State, in.Query, in.Limit, in.After, s.now())
+			return err
+		})
+	}
+	if err != nil || !in.Counts {
 		return out, err
 	}
-	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
-		var err error
-		if in.Query == "" {
-			out.Issues, err = issues.List(ctx, tx, sc.key, in.State, in.Limit, in.After, s.now())
-		} else {
-			out.Issues, err = issues.Search(ctx, tx, sc.key, in.State, in.Query, in.Limit, in.After, s.now())
-		}
-		if err != nil || !in.Counts {
-			return err
-		}
-		ids := make([]string, len(out.Issues))
-		for i, is := range out.Issues {
-			ids[i] = is.ID
-		}
-		out.Counts, err = issues.CommentCounts(ctx, tx, sc.key, ids)
-		return err
-	})
+	ids := make([]string, len(out.Issues))
+	for i, is := range out.Issues {
+		ids[i] = is.ID
+	}
+	out.Counts, err = issues.CommentCounts(ctx, s.DB.R(), sc.key, ids)
 	return out, err
 }
 
