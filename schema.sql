@@ -288,3 +288,42 @@ CREATE TABLE rate_buckets (
   tokens     REAL NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
+
+-- migrate 4
+-- Branch rules (CONTRACT.md "Protected branches, submit and checks"): a
+-- protected branch moves only through patch submit, except a repository
+-- admin's fast-forward where direct_push is 'admin'. A rule may name a
+-- branch that does not exist yet; it waits for it.
+CREATE TABLE branch_rules (
+  repo        TEXT NOT NULL,
+  branch      TEXT NOT NULL,               -- without refs/heads/
+  approvals   INTEGER NOT NULL DEFAULT 1 CHECK (approvals >= 0),
+  checks      TEXT NOT NULL DEFAULT '[]',  -- JSON array of required check names
+  strategy    TEXT NOT NULL DEFAULT 'merge' CHECK (strategy IN ('merge', 'ff-only', 'rebase', 'squash')),
+  direct_push TEXT NOT NULL DEFAULT 'none' CHECK (direct_push IN ('none', 'admin')),
+  created_by  TEXT NOT NULL,
+  created_at  TEXT NOT NULL,
+  updated_at  TEXT NOT NULL,
+  PRIMARY KEY (repo, branch)
+) STRICT;
+
+-- Check results on revisions: the latest state per (revision, name); the
+-- history is in the events (check.updated).
+CREATE TABLE checks (
+  repo       TEXT NOT NULL,
+  patch_id   TEXT NOT NULL,
+  revision   INTEGER NOT NULL,
+  name       TEXT NOT NULL,
+  state      TEXT NOT NULL CHECK (state IN ('pending', 'running', 'success', 'failure', 'error', 'skipped')),
+  url        TEXT NOT NULL DEFAULT '',
+  summary    TEXT NOT NULL DEFAULT '',
+  by         TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (repo, patch_id, revision, name),
+  FOREIGN KEY (repo, patch_id) REFERENCES patches(repo, id)
+) STRICT;
+
+-- How a merge was made: 'push' for the merge scan, else the submit's
+-- strategy; submitted is 1 when the forge made it (patch submit).
+ALTER TABLE patches ADD COLUMN merged_strategy TEXT;
+ALTER TABLE patches ADD COLUMN merged_submitted INTEGER NOT NULL DEFAULT 0;

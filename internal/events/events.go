@@ -26,6 +26,10 @@ const (
 	RevisionPushed = "revision.pushed"
 	ReviewPosted   = "review.posted"
 	MergeRecorded  = "merge.recorded"
+	// The review gate's (CONTRACT.md "Protected branches, submit and checks").
+	CheckUpdated      = "check.updated"
+	BranchProtected   = "branch.protected"
+	BranchUnprotected = "branch.unprotected"
 )
 
 // Kinds lists every event kind.
@@ -33,6 +37,7 @@ var Kinds = []string{
 	IssueFiled, IssueCommented, IssueClosed, IssueReopened, IssueClaimed,
 	LeaseRenewed, LeaseReleased, LeaseExpired,
 	PatchCreated, RevisionPushed, ReviewPosted, MergeRecorded,
+	CheckUpdated, BranchProtected, BranchUnprotected,
 }
 
 // Event is one outbox row, in the JSON shape webhooks deliver.

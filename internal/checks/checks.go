@@ -1,0 +1,164 @@
+// Package checks keeps check results on patch revisions: what a CI bot, a
+// linter or a person reports about one revision under a name. Only the
+// latest state per revision and name is kept in the table; every report is
+// also a check.updated event, which is the history.
+package checks
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/events"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
+)
+
+// The states a check can report.
+const (
+	Pending = "pending"
+	Running = "running"
+	Success = "success"
+	Failure = "failure"
+	Error   = "error"
+	Skipped = "skipped"
+)
+
+// States lists the states in the contract's order.
+var States = []string{Pending, Running, Success, Failure, Error, Skipped}
+
+// Bounds of a check's free text.
+const (
+	MaxURL     = 2048
+	MaxSummary = 4096
+)
+
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]{0,63}$`)
+
+// CheckName refuses a name outside [a-z0-9][a-z0-9._/-]{0,63}.
+func CheckName(name string) error {
+	if !namePattern.MatchString(name) {
+		return fault.New(fault.Usage, "bad check name %q: want [a-z0-9][a-z0-9._/-]{0,63}", text.Clip(name))
+	}
+	return nil
+}
+
+// CheckState refuses a state the contract does not name.
+func CheckState(state string) error {
+	for _, s := range States {
+		if s == state {
+			return nil
+		}
+	}
+	return fault.New(fault.Usage, "bad check state %q: want %s", text.Clip(state), strings.Join(States, ", "))
+}
+
+// Check is the contract's check object.
+type Check struct {
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	URL       string `json:"url"`
+	Summary   string `json:"summary"`
+	By        string `json:"by"`
+	UpdatedAt string `json:"updated_at"`
+	// Revision is the revision number the check is about.
+	Revision int `json:"revision"`
+}
+
+// Validate checks a report's fields before anything is written.
+func Validate(c Check) error {
+	if err := CheckName(c.Name); err != nil {
+		return err
+	}
+	if err := CheckState(c.State); err != nil {
+		return err
+	}
+	if len(c.URL) > MaxURL {
+		return fault.New(fault.Usage, "check url too long: at most %d bytes", MaxURL)
+	}
+	if c.URL != "" && !strings.HasPrefix(c.URL, "https://") && !strings.HasPrefix(c.URL, "http://") {
+		return fault.New(fault.Usage, "bad check url %q: want an http or https URL", text.Clip(c.URL))
+	}
+	if strings.ContainsAny(c.URL, " \n\r\t\x00") {
+		return fault.New(fault.Usage, "bad check url %q: no spaces or control characters", text.Clip(c.URL))
+	}
+	if len(c.Summary) > MaxSummary {
+		return fault.New(fault.Usage, "check summary too long: at most %d bytes", MaxSummary)
+	}
+	return nil
+}
+
+// Post records c (validated) as the latest state of its name on revision
+// c.Revision of the patch, and emits check.updated, inside tx.
+func Post(ctx context.Context, tx store.Querier, repo, patchID string, c Check, now time.Time) (Check, error) {
+	if err := Validate(c); err != nil {
+		return Check{}, err
+	}
+	c.UpdatedAt = store.FormatTime(now)
+	_, err := tx.ExecContext(ctx, `INSERT INTO checks(repo, patch_id, revision, name, state, url, summary, by, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(repo, patch_id, revision, name) DO UPDATE SET
+		  state = excluded.state, url = excluded.url, summary = excluded.summary, by = excluded.by, updated_at = excluded.updated_at`,
+		repo, patchID, c.Revision, c.Name, c.State, c.URL, c.Summary, c.By, c.UpdatedAt)
+	if err != nil {
+		return Check{}, fmt.Errorf("record check %s on revision %d of %s: %w", c.Name, c.Revision, patchID, err)
+	}
+	data := map[string]any{"patch_id": patchID, "revision": c.Revision, "check": c}
+	if _, err := events.Emit(ctx, tx, events.CheckUpdated, repo, c.By, now, data); err != nil {
+		return Check{}, err
+	}
+	return c, nil
+}
+
+// Get returns the latest state of name on a revision (fault.NotFound when
+// none was posted).
+func Get(ctx context.Context, q store.Querier, repo, patchID string, revision int, name string) (Check, error) {
+	cs, err := read(ctx, q, "WHERE repo = ? AND patch_id = ? AND revision = ? AND name = ?", repo, patchID, revision, name)
+	if err != nil {
+		return Check{}, err
+	}
+	if len(cs) == 0 {
+		return Check{}, fault.New(fault.NotFound, "no check %s on revision %d of patch %s", name, revision, patchID)
+	}
+	return cs[0], nil
+}
+
+// OfRevision returns the checks of one revision, by name.
+func OfRevision(ctx context.Context, q store.Querier, repo, patchID string, revision int) ([]Check, error) {
+	return read(ctx, q, "WHERE repo = ? AND patch_id = ? AND revision = ?", repo, patchID, revision)
+}
+
+// OfPatch returns the checks of every revision of a patch, by revision
+// number, each sorted by name.
+func OfPatch(ctx context.Context, q store.Querier, repo, patchID string) (map[int][]Check, error) {
+	cs, err := read(ctx, q, "WHERE repo = ? AND patch_id = ?", repo, patchID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][]Check{}
+	for _, c := range cs {
+		out[c.Revision] = append(out[c.Revision], c)
+	}
+	return out, nil
+}
+
+func read(ctx context.Context, q store.Querier, where string, args ...any) ([]Check, error) {
+	out := []Check{}
+	err := store.Each(ctx, q, `SELECT revision, name, state, url, summary, by, updated_at FROM checks `+where+` ORDER BY revision, name`, args,
+		func(rows *sql.Rows) error {
+			var c Check
+			if err := rows.Scan(&c.Revision, &c.Name, &c.State, &c.URL, &c.Summary, &c.By, &c.UpdatedAt); err != nil {
+				return err
+			}
+			out = append(out, c)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read checks: %w", err)
+	}
+	return out, nil
+}
