@@ -73,11 +73,12 @@ func runHook(ctx context.Context, g globals, name string) error {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
-	// pre-receive has nothing else to ask the database: where serve has
-	// just checked write access (or the push is local) it is not opened.
+	// Where serve has just checked write access (or the push is local),
+	// pre-receive asks the database only for the branch rules of a push
+	// that touches branches; a refs/for push does not open it.
 	checked := name == "pre-receive" && h.WriteChecked(key, time.Now())
 	var db *store.DB
-	if !checked {
+	if !checked || push.TouchesBranches(us) {
 		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
 			return fail(fault.Default(err, "forge database unavailable"))
 		}

@@ -488,6 +488,8 @@ type ReflogEntry struct {
 	Old, New    string
 	Name, Email string
 	Time        time.Time
+	// Message is what the mover said (update-ref -m; "push" for a push).
+	Message string
 }
 
 // Reflog returns the reflog of branch (without refs/heads/), oldest
@@ -508,11 +510,11 @@ func (r Repo) Reflog(branch string) ([]ReflogEntry, error) {
 	}
 	var out []ReflogEntry
 	for _, line := range strings.Split(string(b), "\n") {
-		head, _, _ := strings.Cut(line, "\t")
+		head, msg, _ := strings.Cut(line, "\t")
 		if len(head) < 83 || !IsOID(head[:40]) || !IsOID(head[41:81]) {
 			continue
 		}
-		e := ReflogEntry{Old: head[:40], New: head[41:81]}
+		e := ReflogEntry{Old: head[:40], New: head[41:81], Message: msg}
 		ident := head[82:]
 		lt, gt := strings.LastIndexByte(ident, '<'), strings.LastIndexByte(ident, '>')
 		if lt < 0 || gt < lt {

@@ -417,7 +417,7 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 		if !merged {
 			return fault.New(fault.Conflict, "patch %s is no longer open", t.id)
 		}
-		m = patches.Merge{Branch: cur.Base, Commit: oid, By: who.Principal, At: store.At(now)}
+		m = patches.Merge{Branch: cur.Base, Commit: oid, By: who.Principal, At: store.At(now), Strategy: patches.ByPush}
 		recorded = true
 		return nil
 	})

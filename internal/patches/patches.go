@@ -39,13 +39,22 @@ type Revision struct {
 	CreatedAt  store.Time `json:"created_at"`
 }
 
-// Merge records where and by whom a patch was merged.
+// Merge records where and by whom a patch was merged, and how: Strategy
+// is the submit's (merge, ff-only, rebase, squash), or ByPush when the
+// merge scan found the patch on a pushed branch; Submitted is true when
+// the forge made the merge (patch submit).
 type Merge struct {
-	Branch string     `json:"branch"`
-	Commit string     `json:"commit"`
-	By     string     `json:"by"`
-	At     store.Time `json:"at"`
+	Branch    string     `json:"branch"`
+	Commit    string     `json:"commit"`
+	By        string     `json:"by"`
+	At        store.Time `json:"at"`
+	Strategy  string     `json:"strategy"`
+	Submitted bool       `json:"submitted"`
 }
+
+// ByPush is the strategy of a merge the merge scan (or a manual patch
+// merge) recorded.
+const ByPush = "push"
 
 // Review is the contract's review object (reviews.go keeps its table).
 // File and Line are null unless the review is an inline comment.
@@ -97,22 +106,25 @@ func Resolve(ctx context.Context, q store.Querier, repo, prefix string) (string,
 }
 
 const patchCols = `seq, id, repo, title, description, topic, draft, state, author, base,
-	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at`
+	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at,
+	COALESCE(merged_strategy, 'push'), merged_submitted`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanPatch(s scanner) (Patch, error) {
 	var p Patch
 	var mb, mc, mby, mat sql.NullString
+	var strategy string
+	var submitted bool
 	// The typed fields scan as the strings they are, on database/sql's
 	// fast path for *string; the forge wrote these columns itself.
 	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, (*string)(&p.State),
-		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat)
+		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted)
 	if err != nil {
 		return Patch{}, err
 	}
 	if mc.Valid {
-		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String}
+		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String, Strategy: strategy, Submitted: submitted}
 		at, err := store.NullTime(mat)
 		if err != nil {
 			return Patch{}, err

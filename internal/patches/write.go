@@ -125,14 +125,25 @@ func LinkIssue(ctx context.Context, tx store.Querier, repo, patchID, issueID str
 }
 
 // RecordMerge marks an open patch merged into branch at commit by the
-// pusher by, emits merge.recorded and closes every issue the patch links
-// (issues.CloseByMerge, which also ends a live lease on it), all inside tx.
-// A patch that is no longer open is left alone (merged=false), so re-running
-// the merge scan is idempotent.
+// pusher by, as the merge scan found it (strategy ByPush): RecordMergeAs.
 func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, commit, by string, now time.Time) (merged bool, err error) {
+	return RecordMergeAs(ctx, tx, repo, patchID, Merge{Branch: branch, Commit: commit, By: by, Strategy: ByPush}, now)
+}
+
+// RecordMergeAs marks an open patch merged as m says (its At is now; an
+// empty Strategy is ByPush), emits merge.recorded and closes every issue
+// the patch links (issues.CloseByMerge, which also ends a live lease on
+// it), all inside tx. A patch that is no longer open is left alone
+// (merged=false), so re-running the merge scan is idempotent.
+func RecordMergeAs(ctx context.Context, tx store.Querier, repo, patchID string, m Merge, now time.Time) (merged bool, err error) {
 	at := store.FormatTime(now)
-	res, err := tx.ExecContext(ctx, `UPDATE patches SET state = 'merged', merged_branch = ?, merged_commit = ?, merged_by = ?, merged_at = ?, updated_at = ?
-		WHERE repo = ? AND id = ? AND state = 'open'`, branch, commit, by, at, at, repo, patchID)
+	m.At = store.At(now)
+	if m.Strategy == "" {
+		m.Strategy = ByPush
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE patches SET state = 'merged', merged_branch = ?, merged_commit = ?, merged_by = ?, merged_at = ?,
+		merged_strategy = ?, merged_submitted = ?, updated_at = ?
+		WHERE repo = ? AND id = ? AND state = 'open'`, m.Branch, m.Commit, m.By, at, m.Strategy, m.Submitted, at, repo, patchID)
 	if err != nil {
 		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
 	}
@@ -140,11 +151,11 @@ func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, c
 		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO patch_events(repo, patch_id, kind, actor, at) VALUES (?, ?, 'merged', ?, ?)",
-		repo, patchID, by, at); err != nil {
+		repo, patchID, m.By, at); err != nil {
 		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
 	}
-	m := Merge{Branch: branch, Commit: commit, By: by, At: store.At(now)}
-	if _, err := events.Emit(ctx, tx, events.MergeRecorded, repo, by, now, map[string]any{"patch_id": patchID, "merge": m}); err != nil {
+	data := map[string]any{"patch_id": patchID, "merge": m, "strategy": m.Strategy, "by": m.By, "submitted": m.Submitted}
+	if _, err := events.Emit(ctx, tx, events.MergeRecorded, repo, m.By, now, data); err != nil {
 		return false, err
 	}
 	linked, err := Issues(ctx, tx, repo, patchID)
@@ -152,7 +163,7 @@ func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, c
 		return false, err
 	}
 	for _, iss := range linked {
-		if err := issues.CloseByMerge(ctx, tx, repo, iss, by, commit, now); err != nil {
+		if err := issues.CloseByMerge(ctx, tx, repo, iss, m.By, m.Commit, now); err != nil {
 			return false, fmt.Errorf("close issue %s fixed by %s: %w", iss, patchID, err)
 		}
 	}

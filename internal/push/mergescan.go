@@ -175,6 +175,10 @@ type Segment struct {
 	Old, New string
 	By       string
 	Exclude  []string
+	// Strategy and Submitted say how the merges found are recorded: a
+	// submit's strategy, or "" for a push.
+	Strategy  string
+	Submitted bool
 }
 
 func (s Segment) revs() []string {
@@ -194,7 +198,7 @@ func (s Segment) revs() []string {
 func (e *Env) scanSegments(ctx context.Context, branch string, segs []Segment, from string, budget int) ([]Merged, error) {
 	var out []Merged
 	for i, s := range segs {
-		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By}
+		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By, Strategy: s.Strategy, Submitted: s.Submitted}
 		if i == len(segs)-1 {
 			r.From, r.Done = from, s.New
 		}
@@ -239,7 +243,11 @@ func chain(log []git.ReflogEntry, from, to string) []Segment {
 			if en.Old != cur || en.Old == git.ZeroOID {
 				break
 			}
-			segs = append(segs, Segment{Old: en.Old, New: en.New, By: hookenv.PusherOf(en.Name, en.Email)})
+			seg := Segment{Old: en.Old, New: en.New, By: hookenv.PusherOf(en.Name, en.Email)}
+			if strategy, ok := SubmittedBy(en.Message); ok && seg.By != access.Unknown {
+				seg.Strategy, seg.Submitted = strategy, true
+			}
+			segs = append(segs, seg)
 			if cur = en.New; cur == to {
 				return segs
 			}
@@ -349,6 +357,10 @@ type ScanRange struct {
 	From, Done string
 	// DryRun only reports what the scan would record (fsck --dry-run).
 	DryRun bool
+	// Strategy and Submitted are recorded with each merge found (a
+	// submit's); "" is patches.ByPush.
+	Strategy  string
+	Submitted bool
 }
 
 // Scan walks the commits r.Revs selects (newest first, streamed) for those
@@ -488,7 +500,8 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 			if err := e.linkFixes(ctx, tx, id, m.fixes); err != nil {
 				return err
 			}
-			merged, err := patches.RecordMerge(ctx, tx, e.Repo, id, r.Branch, m.commit, r.By, now)
+			merged, err := patches.RecordMergeAs(ctx, tx, e.Repo, id,
+				patches.Merge{Branch: r.Branch, Commit: m.commit, By: r.By, Strategy: r.Strategy, Submitted: r.Submitted}, now)
 			if err != nil {
 				return err
 			}

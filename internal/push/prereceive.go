@@ -18,8 +18,8 @@ const (
 )
 
 // PreReceive checks a whole push before any ref moves: the pusher's write
-// access (unless e.WriteChecked), the push options, no client write under refs/collab/ and no
-// refs/for deletes. A refusal rejects every ref of the push; its message is
+// access (unless e.WriteChecked), the push options, no client write under refs/collab/, no
+// refs/for deletes, and the branch rules (which always need e.DB). A refusal rejects every ref of the push; its message is
 // one line for the pusher. The message and trailers of a refs/for tip are
 // checked by proc-receive, which reads that commit anyway: one git process
 // less per push, and the refusal names the ref it concerns.
@@ -75,7 +75,7 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 			}
 		}
 	}
-	return nil
+	return enforceRules(ctx, e, updates)
 }
 
 // BaseOf returns the target branch of a refs/for/BASE ref; BASE may also
