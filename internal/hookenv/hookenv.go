@@ -72,8 +72,7 @@ func Owned(name string) bool {
 // the branch reflogs git writes (core.logAllRefUpdates) say who pushed:
 // the merge scan credits a merge it makes up later from there (PusherOf).
 func (h Handoff) Encode() []string {
-	env := []string{PrincipalVar + "=" + h.Principal, RootVar + "=" + h.Root,
-		"GIT_COMMITTER_NAME=" + h.Principal, "GIT_COMMITTER_EMAIL=" + h.Principal + emailSuffix}
+	env := append([]string{PrincipalVar + "=" + h.Principal, RootVar + "=" + h.Root}, Committer(h.Principal)...)
 	if h.URL != "" {
 		env = append(env, URLVar+"="+h.URL)
 	}
@@ -82,6 +81,16 @@ func (h Handoff) Encode() []string {
 	}
 	return env
 }
+
+// Committer is git's committer identity naming principal, as serve sets
+// it for a push and patch submit for the commits and branch moves it
+// makes: PusherOf reads it back from a reflog.
+func Committer(principal string) []string {
+	return []string{"GIT_COMMITTER_NAME=" + principal, "GIT_COMMITTER_EMAIL=" + Email(principal)}
+}
+
+// Email is the address of principal in identities the forge writes.
+func Email(principal string) string { return principal + emailSuffix }
 
 // emailSuffix marks a committer identity serve set: no mail is ever sent
 // there (.invalid is reserved, RFC 2606).

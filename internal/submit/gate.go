@@ -1,0 +1,296 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/branches"
+	"github.com/collab-forge/collab/internal/checks"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// MaxAttempts is how often a submit whose branch moved under it
+// recomputes its result and tries again before it gives up (exit 3).
+const MaxAttempts = 5
+
+// Gate decides and performs submits on one forge. The caller (internal/ops)
+// has checked the submitter's access and the input.
+type Gate struct {
+	DB   *store.DB
+	Root forge.Root
+	Now  func() time.Time
+	Log  *slog.Logger
+	// PatchURL gives a patch's page for Reviewed-on: ("" leaves it out).
+	PatchURL func(repo, id string) string
+	// AfterMove, when set, runs after the branch moved and before the
+	// merge is recorded: tests stop the process there to check that the
+	// merge scan repairs the record.
+	AfterMove func()
+}
+
+func (g *Gate) now() time.Time {
+	if g.Now == nil {
+		return time.Now().UTC()
+	}
+	return g.Now().UTC()
+}
+
+func (g *Gate) log() *slog.Logger {
+	if g.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return g.Log
+}
+
+func (g *Gate) repo(key string) (git.Repo, error) {
+	dir, err := reponame.Dir(g.Root.ReposDir(), key)
+	if err != nil {
+		return git.Repo{}, err
+	}
+	return git.Open(dir), nil
+}
+
+// facts reads what the requirements of p (read with its reviews) depend
+// on, besides mergeable.
+func (g *Gate) facts(ctx context.Context, q store.Querier, p patches.Patch, strategy string) (Facts, error) {
+	f := Facts{Patch: p, Strategy: strategy, Writers: map[string]bool{}}
+	rule, ok, err := branches.Get(ctx, q, p.Repo, p.Base)
+	if err != nil {
+		return Facts{}, err
+	}
+	if ok {
+		f.Rule = &rule
+	}
+	for _, r := range p.Reviews {
+		if _, seen := f.Writers[r.Author]; seen || r.Verdict != "approve" {
+			continue
+		}
+		lvl, err := access.Of(ctx, q, r.Author, p.Repo)
+		if err != nil {
+			return Facts{}, err
+		}
+		f.Writers[r.Author] = lvl >= access.Write
+	}
+	if head := p.Head(); head.Number > 0 {
+		if f.Checks, err = checks.OfRevision(ctx, q, p.Repo, p.ID, head.Number); err != nil {
+			return Facts{}, err
+		}
+	}
+	return f, nil
+}
+
+// input is what Build needs for p onto tip.
+func (g *Gate) input(p patches.Patch, st Status, tip, submitter string) Input {
+	head := p.Head()
+	var footers []string
+	if g.PatchURL != nil {
+		if u := g.PatchURL(p.Repo, p.ID); u != "" {
+			footers = append(footers, "Reviewed-on: "+u)
+		}
+	}
+	for _, a := range st.Approvers {
+		footers = append(footers, "Reviewed-by: "+a)
+	}
+	return Input{Strategy: st.Strategy, Tip: tip, Base: head.BaseCommit, Commit: head.Commit, PatchID: p.ID,
+		Title: p.Title, Description: p.Description, Branch: p.Base, Footers: footers,
+		Committer: Ident{Name: submitter, Email: hookenv.Email(submitter)}}
+}
+
+// mergeable builds p's result in a scratch object store to see whether
+// the strategy applies.
+func (g *Gate) mergeable(ctx context.Context, repo git.Repo, p patches.Patch, st Status) Requirement {
+	tip, ok, err := repo.ResolveRef(ctx, "refs/heads/"+p.Base)
+	switch {
+	case err != nil:
+		return Requirement{Name: ReqMergeable, Detail: "could not be checked"}
+	case !ok:
+		return Requirement{Name: ReqMergeable, Detail: "branch " + p.Base + " does not exist"}
+	case len(p.Revisions) == 0:
+		return Requirement{Name: ReqMergeable, Detail: "no revision"}
+	}
+	scratch, done, err := Scratch(repo)
+	if err != nil {
+		return Requirement{Name: ReqMergeable, Detail: "could not be checked"}
+	}
+	defer done()
+	if _, err := Build(ctx, scratch, g.input(p, st, tip, "collab")); err != nil {
+		if c := AsConflict(err); c != nil {
+			return Requirement{Name: ReqMergeable, Detail: c.Error()}
+		}
+		g.log().Warn("mergeable check", "REPO", p.Repo, "PATCH", p.ID, "OUTCOME", "error", "error", err.Error())
+		return Requirement{Name: ReqMergeable, Detail: "could not be checked"}
+	}
+	return Requirement{Name: ReqMergeable, OK: true, Detail: st.Strategy + " applies onto " + tip[:12]}
+}
+
+// Status is p's submit status with strategy asked ("" for the rule's),
+// mergeable checked by building the result in a scratch object store.
+// p must carry its revisions and reviews (patches.Get).
+func (g *Gate) Status(ctx context.Context, q store.Querier, p patches.Patch, asked string) (Status, error) {
+	f, err := g.facts(ctx, q, p, asked)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Evaluate(f)
+	if p.State != patches.Open {
+		m := Requirement{Name: ReqMergeable, Detail: "the patch is " + string(p.State)}
+		f.Mergeable = &m
+		return Evaluate(f), nil
+	}
+	repo, err := g.repo(p.Repo)
+	if err != nil {
+		return Status{}, err
+	}
+	m := g.mergeable(ctx, repo, p, st)
+	f.Mergeable = &m
+	return Evaluate(f), nil
+}
+
+// ListStatus is Status for a list of patches, where building every
+// result would cost too much: mergeable holds when the base branch has not
+// moved since the latest revision's base (tips: the repository's branches,
+// git.Refs of refs/heads/); otherwise it is reported as not checked here.
+func (g *Gate) ListStatus(ctx context.Context, q store.Querier, p patches.Patch, tips map[string]string) (Status, error) {
+	f, err := g.facts(ctx, q, p, "")
+	if err != nil {
+		return Status{}, err
+	}
+	head := p.Head()
+	tip, ok := tips["refs/heads/"+p.Base]
+	m := Requirement{Name: ReqMergeable}
+	switch {
+	case p.State != patches.Open:
+		m.Detail = "the patch is " + string(p.State)
+	case !ok:
+		m.Detail = "branch " + p.Base + " does not exist"
+	case head.Number > 0 && tip == head.BaseCommit:
+		m.OK, m.Detail = true, "applies: "+p.Base+" has not moved since the revision's base"
+	default:
+		m.Detail = "not checked in a list (" + p.Base + " moved since the revision's base); patch show checks it"
+	}
+	f.Mergeable = &m
+	return Evaluate(f), nil
+}
+
+// Submitted is a submit's outcome.
+type Submitted struct {
+	Status Status
+	// Commit is the branch's new tip; Written the commits the submit made.
+	Commit  string
+	Written int
+	// Attempts is how many times the result was built.
+	Attempts int
+}
+
+// Submit merges patch id of repo (a key) into its base branch by
+// submitter with strategy asked ("" for the rule's), when every
+// requirement holds: the result is built (Build), the branch moved by
+// compare-and-swap (recomputed and retried up to MaxAttempts when another
+// move won), and the merge recorded as the merge scan records it
+// (push.RecordSubmitted). A refusal is fault.Conflict with the
+// requirements as the field "requirements".
+func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string) (Submitted, error) {
+	if asked != "" {
+		if err := branches.CheckStrategy(asked); err != nil {
+			return Submitted{}, err
+		}
+	}
+	repo, err := g.repo(repoKey)
+	if err != nil {
+		return Submitted{}, err
+	}
+	moverRepo := repo.With(hookenv.Committer(submitter)...)
+	for attempt := 1; attempt <= MaxAttempts; attempt++ {
+		p, err := patches.Get(ctx, g.DB.R(), repoKey, id)
+		if err != nil {
+			return Submitted{}, err
+		}
+		f, err := g.facts(ctx, g.DB.R(), p, asked)
+		if err != nil {
+			return Submitted{}, err
+		}
+		st := Evaluate(f)
+		others := len(st.Unmet()) > 1 // mergeable is always unmet here
+		tip, hasTip, err := repo.ResolveRef(ctx, "refs/heads/"+p.Base)
+		if err != nil {
+			return Submitted{}, err
+		}
+		var res Result
+		var m Requirement
+		switch {
+		case others || !hasTip || len(p.Revisions) == 0:
+			m = g.mergeable(ctx, repo, p, st)
+		default:
+			res, err = Build(ctx, moverRepo, g.input(p, st, tip, submitter))
+			if c := AsConflict(err); c != nil {
+				m = Requirement{Name: ReqMergeable, Detail: c.Error()}
+			} else if err != nil {
+				return Submitted{}, fault.Wrap(err, "submit failed")
+			} else {
+				m = Requirement{Name: ReqMergeable, OK: true, Detail: st.Strategy + " applies onto " + tip[:12]}
+			}
+		}
+		f.Mergeable = &m
+		st = Evaluate(f)
+		if !st.Submittable {
+			return Submitted{Status: st}, fault.New(fault.Conflict, "%s", Refusal(p.ID, st.Unmet())).With("requirements", st.Requirements)
+		}
+		// What was decided must still hold when the branch moves: a new
+		// revision, review or check meanwhile means deciding again.
+		if again, err := g.stillSubmittable(ctx, p, asked); err != nil {
+			return Submitted{}, err
+		} else if !again {
+			continue
+		}
+		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, res.Commit, tip, push.SubmitReflog(st.Strategy, p.ID))
+		if errors.Is(err, git.ErrMoved) {
+			g.log().Info("submit", "REPO", repoKey, "PATCH", id, "PRINCIPAL", submitter, "OUTCOME", "retry", "attempt", attempt)
+			continue
+		}
+		if err != nil {
+			return Submitted{}, fault.Wrap(err, "submit failed: the branch could not be moved")
+		}
+		g.log().Info("submit", "REPO", repoKey, "PATCH", id, "PRINCIPAL", submitter, "REF", "refs/heads/"+p.Base,
+			"OLD_OID", tip, "NEW_OID", res.Commit, "OUTCOME", "moved", "strategy", st.Strategy, "attempt", attempt)
+		if g.AfterMove != nil {
+			g.AfterMove()
+		}
+		env := &push.Env{Root: g.Root, DB: g.DB, Repo: repoKey, Git: repo, Principal: submitter,
+			Stderr: io.Discard, Log: g.Log, Now: g.now}
+		if _, err := push.RecordSubmitted(ctx, env, p.Base, tip, res.Commit, st.Strategy); err != nil {
+			return Submitted{}, fault.Default(err, fmt.Sprintf("patch %s was merged into %s as %s, but recording it failed (the next push, the sweep or fsck records it)", p.ID, p.Base, res.Commit))
+		}
+		return Submitted{Status: st, Commit: res.Commit, Written: res.Written, Attempts: attempt}, nil
+	}
+	return Submitted{}, fault.New(fault.Conflict, "patch %s: the branch kept moving during the submit (%d attempts); try again", id, MaxAttempts)
+}
+
+// stillSubmittable re-reads the patch's revision, reviews and checks and
+// says whether the requirements still hold on the same latest revision.
+func (g *Gate) stillSubmittable(ctx context.Context, before patches.Patch, asked string) (bool, error) {
+	p, err := patches.Get(ctx, g.DB.R(), before.Repo, before.ID)
+	if err != nil {
+		return false, err
+	}
+	if p.Head().Commit != before.Head().Commit {
+		return false, nil
+	}
+	f, err := g.facts(ctx, g.DB.R(), p, asked)
+	if err != nil {
+		return false, err
+	}
+	f.Mergeable = &Requirement{OK: true}
+	return Evaluate(f).Submittable, nil
+}
