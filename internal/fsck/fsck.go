@@ -663,8 +663,25 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 		if !ok {
 			continue
 		}
+		from := scanned[b]
+		if !c.DryRun {
+			// Moves the reflog names (a push, a submit) are credited to
+			// their movers before the whole history is scanned.
+			made, err := push.MakeUp(ctx, e, b, from, tip)
+			if err != nil {
+				return err
+			}
+			for _, m := range made {
+				c.problem(true, "%s: patch %s had reached %s as %s unrecorded; merge recorded (by %s)", name, m.PatchID, b, m.Commit, m.By)
+			}
+			if len(made) > 0 || from != tip {
+				if now, err := push.BranchScans(ctx, c.DB.R(), key); err == nil {
+					from = now[b]
+				}
+			}
+		}
 		merged, err := e.Scan(ctx, push.ScanRange{Branch: b, Revs: []string{tip}, By: access.Unknown,
-			From: scanned[b], Done: tip, DryRun: c.DryRun}, 0)
+			From: from, Done: tip, DryRun: c.DryRun}, 0)
 		if err != nil {
 			return err
 		}

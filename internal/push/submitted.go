@@ -3,6 +3,8 @@ package push
 import (
 	"context"
 	"strings"
+
+	"github.com/collab-forge/collab/internal/access"
 )
 
 // submitReflog starts the reflog message of a branch move made by patch
@@ -50,5 +52,21 @@ func RecordSubmitted(ctx context.Context, e *Env, branch, old, new, strategy str
 		}
 	}
 	segs = append(segs, Segment{Old: old, New: new, By: e.Principal, Strategy: strategy, Submitted: true})
+	return e.scanSegments(ctx, branch, segs, from, 0)
+}
+
+// MakeUp scans the moves of branch from `from` (its scanned tip) to tip
+// that the merge scan missed, as the branch's reflog names them: each
+// credited to its mover, a submit's as that submit (SubmittedBy). It does
+// nothing when the reflog does not chain from `from` to tip; the caller's
+// full scan then credits what is left to access.Unknown.
+func MakeUp(ctx context.Context, e *Env, branch, from, tip string) ([]Merged, error) {
+	if from == "" || from == tip {
+		return nil, nil
+	}
+	segs, err := e.missed(ctx, branch, from, tip)
+	if err != nil || len(segs) == 0 || segs[0].By == access.Unknown && len(segs) == 1 {
+		return nil, err
+	}
 	return e.scanSegments(ctx, branch, segs, from, 0)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge/forgetest"
+	"github.com/collab-forge/collab/internal/fsck"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
@@ -310,28 +312,56 @@ func TestSubmitRace(t *testing.T) {
 }
 
 // A submit that dies between moving the branch and recording the merge is
-// repaired by the sweep, credited to the submitter as a submit.
+// repaired by the sweep, by fsck or by the next push to the branch,
+// credited to the submitter as a submit.
 func TestSubmitCrashRepaired(t *testing.T) {
-	f := newGateForge(t)
-	id := f.patch(1, "b.txt")
-	ctx, cancel := context.WithCancel(f.ctx)
-	f.gate.AfterMove = cancel
-	if _, err := f.gate.Submit(ctx, "demo.git", id, branches.Squash, "bob"); err == nil {
-		t.Fatal("the submit went on after its context ended")
+	for _, repair := range []string{"sweep", "fsck", "next push"} {
+		t.Run(repair, func(t *testing.T) {
+			f := newGateForge(t)
+			id := f.patch(1, "b.txt")
+			ctx, cancel := context.WithCancel(f.ctx)
+			f.gate.AfterMove = cancel
+			if _, err := f.gate.Submit(ctx, "demo.git", id, branches.Squash, "bob"); err == nil {
+				t.Fatal("the submit went on after its context ended")
+			}
+			if f.merge(id) != "open" {
+				t.Fatalf("recorded anyway: %s", f.merge(id))
+			}
+			squashed := f.main()
+			switch repair {
+			case "sweep":
+				sw := &push.Sweeper{Root: f.gate.Root, DB: f.db, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+				if rep, err := sw.Once(f.ctx); err != nil || rep.Healed != 1 {
+					t.Fatalf("sweep: %+v %v", rep, err)
+				}
+			case "fsck":
+				c := &fsck.Checker{Root: f.gate.Root, DB: f.db, Binary: "/bin/true", Out: io.Discard, Now: f.clock}
+				if err := c.Run(f.ctx, "demo.git"); err != nil {
+					t.Fatal(err)
+				}
+			case "next push":
+				f.git("fetch", "-q", f.bare.Dir, "main")
+				f.git("checkout", "-q", "-B", "main", "FETCH_HEAD")
+				f.write("later.txt", "later\n")
+				f.git("add", "-A")
+				f.git("commit", "-q", "-m", "later")
+				next := f.git("rev-parse", "HEAD")
+				f.git("push", "-q", f.bare.Dir, "HEAD:refs/test/later")
+				mover := f.bare.With(hookenv.Committer("dave")...)
+				if err := mover.CompareAndSwap(f.ctx, "refs/heads/main", next, squashed, "push"); err != nil {
+					t.Fatal(err)
+				}
+				e := &push.Env{Root: f.gate.Root, DB: f.db, Repo: "demo.git", Git: f.bare, Principal: "dave", Stderr: io.Discard, Now: f.clock}
+				if _, err := push.PostReceive(f.ctx, e, []push.Update{{Old: squashed, New: next, Ref: "refs/heads/main"}}, push.ForegroundBudget); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := f.merge(id); got != "merged main by bob squash submitted=true" {
+				t.Fatalf("after the %s: %s", repair, got)
+			}
+			if p := mustGet(t, f, id); p.Merge.Commit != squashed || p.Head().Commit != squashed {
+				t.Fatalf("merge %+v, revisions %+v", p.Merge, p.Revisions)
+			}
+		})
 	}
-	if f.merge(id) != "open" {
-		t.Fatalf("recorded anyway: %s", f.merge(id))
-	}
-	sw := &push.Sweeper{Root: f.gate.Root, DB: f.db, Now: func() time.Time { return time.Now().Add(time.Hour) }, Log: nil}
-	rep, err := sw.Once(f.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := f.merge(id); got != "merged main by bob squash submitted=true" || rep.Healed != 1 {
-		t.Fatalf("after the sweep: %s, %+v", got, rep)
-	}
-	if p := mustGet(t, f, id); p.Merge.Commit != f.main() || p.Head().Commit != f.main() {
-		t.Fatalf("merge %+v, revisions %+v", p.Merge, p.Revisions)
-	}
-	_ = io.Discard
 }
