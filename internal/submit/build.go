@@ -135,6 +135,17 @@ func Build(ctx context.Context, g git.Repo, in Input) (Result, error) {
 			return Result{}, fmt.Errorf("submit: %q is not an object id", o)
 		}
 	}
+	if in.Strategy != branches.FFOnly {
+		// A patch already on the branch (merged by a push whose merge scan
+		// has not run yet) would only make an empty commit.
+		on, err := g.IsAncestor(ctx, in.Commit, in.Tip)
+		if err != nil {
+			return Result{}, err
+		}
+		if on {
+			return Result{}, conflict("already on the branch", nil)
+		}
+	}
 	switch in.Strategy {
 	case branches.FFOnly:
 		if in.Tip == in.Commit {
