@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the stock parts the suite and the demo drive, when missing:
-# openssh-server (sshd), openssh-client, git, chromium, sqlite3. Debian, as root.
+# openssh-server (sshd), openssh-client, git, chromium, sqlite3, jq. Debian, as root.
 set -euo pipefail
 
 need=()
@@ -11,6 +11,8 @@ command -v git >/dev/null || need+=(git)
 command -v chromium >/dev/null || need+=(chromium)
 # Some scripts check the database the way an operator would, with sqlite3.
 command -v sqlite3 >/dev/null || need+=(sqlite3)
+# docs/workflow.md's CI bot reads its webhook's JSON with jq.
+command -v jq >/dev/null || need+=(jq)
 [ "${COLLAB_BENCH_GITOLITE:-}" = 1 ] && ! command -v gitolite >/dev/null && need+=(gitolite3)
 
 if [ ${#need[@]} -gt 0 ]; then
