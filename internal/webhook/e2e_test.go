@@ -348,7 +348,7 @@ func git(t *testing.T, home, dir string, args ...string) string {
 	return string(out)
 }
 
-// Every one of the 12 event kinds, made by the real verbs and real git
+// Every one of the event kinds, made by the real verbs and real git
 // pushes, reaches a receiver from the real collab-web, signed with the
 // published key, in the order of the log (patch.created before its
 // revision.pushed), each exactly once.
@@ -396,6 +396,9 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 	git(t, home, work, "commit", "-q", "-m", "Handle an empty config", "-m", "Patch: 8b2f6c1e0d9a4b7c3e5f1a2b4c6d8e0f1a3b5c7d")
 	git(t, home, work, "push", repo, "HEAD:refs/for/main")
 	s.verb("ada", "patch review demo 8b2f6c1e --approve --body lgtm")
+	s.verb("ada", "patch check demo 8b2f6c1e ci/test --state success")
+	s.verb("ada", "branch protect demo main --approvals 0")
+	s.verb("ada", "branch unprotect demo main")
 	git(t, home, work, "push", "-q", repo, "HEAD:main")
 
 	db, err := store.Open(context.Background(), filepath.Join(s.root, "collab.db"))
