@@ -50,6 +50,7 @@ func newApp() *cli.App {
 			fsckCommand(),
 			backupCommand(),
 			restoreCommand(),
+			branchCommand(),
 			serveCommand(),
 			hookCommand(),
 		},

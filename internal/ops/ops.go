@@ -55,7 +55,8 @@ type Service struct {
 	// found out, even when it then refuses, for the caller's log entry.
 	Note func(key string, value any)
 	// BranchRules, when set, says which branches of a repository are
-	// protected and how, one short line per branch (RepoHome).
+	// protected and how, one short line per branch (RepoHome); nil reads
+	// the branch rules (RuleLine).
 	BranchRules func(ctx context.Context, q store.Querier, repo string) (map[string]string, error)
 }
 

@@ -46,7 +46,7 @@ func (s *Service) patchURL(key, id string) string {
 // view is p as patch list prints it: with its review views, summary and
 // page URL.
 func (s *Service) view(p patches.Patch) review.Listed {
-	return review.Listed{Patch: review.Describe(p), URL: s.patchURL(p.Repo, p.ID)}
+	return review.Listed{Patch: review.Describe(p), URL: s.patchURL(p.Repo, p.ID), Revisions: review.WithChecks(p.Revisions, nil)}
 }
 
 // logPatch records a change made to a patch, with the journal's fields.
@@ -86,8 +86,18 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 		return nil, err
 	}
 	out := make([]review.Listed, 0, len(list))
+	var tips map[string]string
 	for _, p := range list {
-		out = append(out, s.view(p))
+		if tips == nil && p.State == patches.Open {
+			if tips, err = s.branchTips(ctx, sc.key); err != nil {
+				return nil, err
+			}
+		}
+		v := s.view(p)
+		if err := s.withGate(ctx, &v, p, false, tips); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -100,9 +110,9 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 		return review.Shown{}, err
 	}
 	var out review.Shown
+	var p patches.Patch
 	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
-		p, err := patches.Get(ctx, tx, t.key, t.id)
-		if err != nil {
+		if p, err = patches.Get(ctx, tx, t.key, t.id); err != nil {
 			return err
 		}
 		tl, err := review.Timeline(ctx, tx, p)
@@ -112,7 +122,11 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 		out = review.Shown{Listed: s.view(p), Timeline: tl}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return review.Shown{}, err
+	}
+	// After the read transaction: the submit status runs git.
+	return out, s.withGate(ctx, &out.Listed, p, true, nil)
 }
 
 // Diff is a revision's diff, or an interdiff, as patch diff --json prints

@@ -57,9 +57,11 @@ func (s *Service) RepoHome(ctx context.Context, who Actor, name string) (RepoHom
 		if h.OpenPatches, err = patches.Count(ctx, tx, c.Repo, string(patches.Open)); err != nil {
 			return err
 		}
-		if s.BranchRules != nil {
-			h.Rules, err = s.BranchRules(ctx, tx, c.Repo)
+		rules := s.BranchRules
+		if rules == nil {
+			rules = branchRuleLines
 		}
+		h.Rules, err = rules(ctx, tx, c.Repo)
 		return err
 	})
 	return h, err

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/submit"
 )
 
 // View is a review as shown: the contract's review object plus whether it
@@ -236,10 +238,36 @@ func Describe(p patches.Patch) Patch {
 
 // Listed is a patch as `patch list --json` and GET …/patches print it:
 // Describe's view and the patch page's URL (omitted when the forge has no
-// url setting).
+// url setting), its revisions with their checks, and whether it may be
+// submitted.
 type Listed struct {
 	Patch
 	URL string `json:"url,omitempty"`
+	// Revisions are the patch's revisions, each with its checks; they
+	// stand for patches.Patch's in JSON (WithChecks).
+	Revisions []Revision `json:"revisions"`
+	// Submit is the patch's submit requirements (internal/ops fills it).
+	Submit *submit.Status `json:"submit,omitempty"`
+}
+
+// Revision is a revision with the latest state of each of its checks.
+type Revision struct {
+	patches.Revision
+	Checks []checks.Check `json:"checks"`
+}
+
+// WithChecks pairs revs with their checks (by revision number); a
+// revision without any gets an empty list.
+func WithChecks(revs []patches.Revision, byRev map[int][]checks.Check) []Revision {
+	out := make([]Revision, len(revs))
+	for i, r := range revs {
+		cs := byRev[r.Number]
+		if cs == nil {
+			cs = []checks.Check{}
+		}
+		out[i] = Revision{Revision: r, Checks: cs}
+	}
+	return out
 }
 
 // Shown is a patch as `patch show --json` and GET …/patches/ID print it:

@@ -403,10 +403,10 @@ func unmerged(ctx context.Context, ix git.Repo) ([]string, error) {
 	return paths, nil
 }
 
-var failedPath = regexp.MustCompile(`(?m)^error: (?:patch failed: (.+):\d+|(.+): (?:does not exist in index|already exists in index|does not match index))$`)
-
-// failedPaths reads the paths git apply names in its errors.
+// failedPaths reads the paths git apply names in its errors. (The regexp
+// is compiled here, on this rare path, not at start-up.)
 func failedPaths(stderr string) []string {
+	failedPath := regexp.MustCompile(`(?m)^error: (?:patch failed: (.+):\d+|(.+): (?:does not exist in index|already exists in index|does not match index))$`)
 	var out []string
 	for _, m := range failedPath.FindAllStringSubmatch(stderr, -1) {
 		if m[1] != "" {

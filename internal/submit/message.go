@@ -1,11 +1,6 @@
 package submit
 
-import (
-	"regexp"
-	"strings"
-)
-
-var trailerLine = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*:\s`)
+import "strings"
 
 // AddTrailers returns msg with each of trailers ("Key: value") in its
 // last paragraph, as git interpret-trailers would put them: appended to a
@@ -54,7 +49,23 @@ func isTrailerBlock(p string) bool {
 		if i > 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
 			continue
 		}
-		if !trailerLine.MatchString(l) {
+		if !isTrailerLine(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// isTrailerLine reports whether l starts "Key: " (a token of letters,
+// digits and dashes, then a colon and a space or tab).
+func isTrailerLine(l string) bool {
+	key, rest, ok := strings.Cut(l, ":")
+	if !ok || key == "" || key[0] == '-' || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
 			return false
 		}
 	}

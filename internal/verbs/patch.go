@@ -17,7 +17,7 @@ func patchCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:  "patch",
 		Usage: "patches: revisions, diffs, reviews, inline comments",
-		Subcommands: []*cli.Command{
+		Subcommands: append([]*cli.Command{
 			{
 				Name:      "list",
 				Usage:     "list patches, newest first",
@@ -86,7 +86,7 @@ func patchCommand(env *Env) *cli.Command {
 				},
 				Action: env.patchMerge,
 			},
-		},
+		}, gateSubcommands(env)...),
 	}
 }
 
@@ -138,7 +138,11 @@ func printPatch(w io.Writer, p review.Shown) {
 		fmt.Fprintf(w, "fixes: %s\n", strings.Join(p.Issues, " "))
 	}
 	if m := p.Merge; m != nil {
-		fmt.Fprintf(w, "merged: %s on %s by %s at %s\n", m.Commit, m.Branch, m.By, m.At)
+		how := m.Strategy
+		if m.Submitted {
+			how = "submitted, " + how
+		}
+		fmt.Fprintf(w, "merged: %s on %s by %s at %s (%s)\n", m.Commit, m.Branch, m.By, m.At, how)
 	}
 	fmt.Fprintf(w, "review: %s\n", p.Summary)
 	for _, v := range p.Summary.Stale {
@@ -150,7 +154,9 @@ func printPatch(w io.Writer, p review.Shown) {
 	fmt.Fprintln(w, "\nrevisions:")
 	for _, r := range p.Revisions {
 		fmt.Fprintf(w, "  %d  base %s  commit %s  pushed by %s at %s\n", r.Number, r.BaseCommit, r.Commit, r.Pusher, r.CreatedAt)
+		printChecks(w, r.Checks)
 	}
+	printSubmit(w, p.Submit)
 	var general, inline []review.View
 	for _, v := range p.Reviews {
 		if v.IsInline() {

@@ -81,6 +81,7 @@ func App(env *Env) *cli.App {
 			issueCommand(env),
 			leaseCommand(env),
 			patchCommand(env),
+			BranchCommand(env),
 			hooksCommand(env),
 			tokenCommand(env),
 		},
