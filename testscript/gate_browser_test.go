@@ -79,7 +79,7 @@ func TestBrowserSubmit(t *testing.T) {
 	signIn(t, ctx, f, "bob")
 	do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#submit-button")))
 	screenshot(t, ctx, "submit-box-writer")
-	do(t, ctx, chromedp.Click(chromedp.CSS("#submit-button")), chromedp.WaitVisible(chromedp.CSS(".state-merged")))
+	do(t, ctx, chromedp.Click(chromedp.CSS("#submit-button")), chromedp.WaitVisible(chromedp.CSS("#merge")))
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != page {
 		t.Fatalf("after submit at %s", loc)
 	}

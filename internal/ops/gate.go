@@ -148,11 +148,11 @@ func branchRuleLines(ctx context.Context, q store.Querier, repo string) (map[str
 	return out, nil
 }
 
-// RuleLine says what a rule asks in a few words: "protected: 1 approval,
-// checks ci/test; submit by rebase; no direct push".
+// RuleLine says what a rule asks in a few words: "1 approval, check
+// ci/test; submit by rebase; no direct push".
 func RuleLine(r branches.Rule) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "protected: %d approval%s", r.Approvals, plural(r.Approvals))
+	fmt.Fprintf(&b, "%d approval%s", r.Approvals, plural(r.Approvals))
 	if len(r.Checks) > 0 {
 		fmt.Fprintf(&b, ", check%s %s", plural(len(r.Checks)), strings.Join(r.Checks, ", "))
 	}

@@ -71,7 +71,7 @@ func (env *Env) branchProtect(c *cli.Context) error {
 		return err
 	}
 	return env.Print(c, r, func(w io.Writer) {
-		fmt.Fprintf(w, "branch %s protected: %s\n", r.Branch, strings.TrimPrefix(ops.RuleLine(r), "protected: "))
+		fmt.Fprintf(w, "branch %s protected: %s\n", r.Branch, ops.RuleLine(r))
 	})
 }
 
@@ -101,7 +101,7 @@ func (env *Env) branchList(c *cli.Context) error {
 			fmt.Fprintln(w, "no protected branches")
 		}
 		for _, r := range rules {
-			fmt.Fprintf(w, "%s  %s\n", r.Branch, strings.TrimPrefix(ops.RuleLine(r), "protected: "))
+			fmt.Fprintf(w, "%s  %s\n", r.Branch, ops.RuleLine(r))
 		}
 	})
 }

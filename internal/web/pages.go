@@ -12,6 +12,7 @@ import (
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/ops"
+	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/text"
@@ -320,8 +321,11 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		"Wrapper": highlight.Wrapper,
 	}
 	var revLinks []revLink
-	for _, rv := range p.Revisions {
+	for i, rv := range p.Revisions {
 		l := revLink{Revision: rv, URL: self(view, 0, rv.Number), On: rv.Number == to && from == 0}
+		if i < len(shown.Revisions) {
+			l.Checks = shown.Revisions[i].Checks
+		}
 		if rv.Number > 1 {
 			l.InterdiffURL = self(view, rv.Number-1, rv.Number)
 		}
@@ -364,6 +368,8 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	data["Reviews"] = general
 	data["Timeline"] = shown.Timeline
 	data["Summary"] = shown.Summary
+	data["Submit"] = shown.Submit
+	data["CanSubmit"] = p.State == patches.Open && s.ops.CanSubmit(r.Context(), actor(r), key)
 	s.render(w, r, http.StatusOK, "patch", data)
 	return nil
 }
@@ -373,6 +379,7 @@ type revLink struct {
 	patches.Revision
 	URL, InterdiffURL string
 	On                bool
+	Checks            []checks.Check
 }
 
 func (s *Server) pageLeases(w http.ResponseWriter, r *http.Request) error {

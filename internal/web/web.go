@@ -216,6 +216,7 @@ func (s *Server) routes() *mux.Router {
 		api.HandleFunc(rp+"/patches", s.h(s.apiPatches)).Methods("GET")
 		api.HandleFunc(rp+"/patches/{id}", s.h(s.apiPatch)).Methods("GET")
 		api.HandleFunc(rp+"/patches/{id}/reviews", s.h(s.apiReview)).Methods("POST")
+		s.gateRoutes(api, rp)
 	}
 	api.HandleFunc("/repos/{repo}", s.h(s.apiRepo)).Methods("GET")
 	api.HandleFunc("/repos/{repo:.+?}", s.h(s.apiRepo)).Methods("GET")
@@ -239,6 +240,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/patches", s.h(s.pagePatches)).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}", s.h(s.costly(s.pagePatch))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}/reviews", s.h(s.postReview)).Methods("POST")
+	r.HandleFunc(pr+"/patches/{id}/submit", s.h(s.postSubmit)).Methods("POST")
 	r.HandleFunc(pr+"/leases", s.h(s.pageLeases)).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/ref/{id}", s.h(s.pageRef)).Methods("GET", "HEAD")
 	// The code pages share the expensive pages' slots (costly).
