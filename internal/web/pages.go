@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/collab-forge/collab/internal/browse"
+	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/ops"
-	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/text"
