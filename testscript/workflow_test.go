@@ -67,7 +67,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 shift
-SSH_ORIGINAL_COMMAND="$*" exec collab-hook serve --as "$DOC_AS"
+SSH_ORIGINAL_COMMAND="$*" exec collab-hook --root "$DOC_ROOT" serve --as "$DOC_AS"
 `
 	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(fakeSSH), 0o755); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ SSH_ORIGINAL_COMMAND="$*" exec collab-hook serve --as "$DOC_AS"
 		t.Helper()
 		env := operatorEnv
 		if as != "" {
-			env = append(os.Environ(), "PATH="+path, "HOME="+dir, "DOC_AS="+as, "GIT_CONFIG_NOSYSTEM=1", "GIT_SSH_VARIANT=ssh")
+			env = append(os.Environ(), "PATH="+path, "HOME="+dir, "DOC_AS="+as, "DOC_ROOT="+root, "GIT_CONFIG_NOSYSTEM=1", "GIT_SSH_VARIANT=ssh")
 		}
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 		cmd.Dir, cmd.Env = dir, env
