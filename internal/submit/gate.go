@@ -230,6 +230,8 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 		var res Result
 		var m Requirement
 		switch {
+		case p.State != patches.Open:
+			m = Requirement{Name: ReqMergeable, Detail: "the patch is " + string(p.State)}
 		case others || !hasTip || len(p.Revisions) == 0:
 			m = g.mergeable(ctx, repo, p, st)
 		default:
