@@ -327,3 +327,26 @@ CREATE TABLE checks (
 -- strategy; submitted is 1 when the forge made it (patch submit).
 ALTER TABLE patches ADD COLUMN merged_strategy TEXT;
 ALTER TABLE patches ADD COLUMN merged_submitted INTEGER NOT NULL DEFAULT 0;
+
+-- migrate 5
+-- Labels on issues (issue label, issue list --label), and the agents' work
+-- queue (lease acquire --next --label): "the oldest open issue carrying
+-- every given label" walks issue_labels_open of the first label in age
+-- order and probes the primary key for the others. seq is the issue's
+-- issues.seq (its age; its row by rowid). open mirrors the issue's state,
+-- kept in step by a trigger as issues_fts is, so that no writer of issues
+-- needs to know about labels and the open issues of a label are one index
+-- range even when thousands of closed issues keep the label.
+CREATE TABLE issue_labels (
+  repo  TEXT NOT NULL,
+  label TEXT NOT NULL,
+  seq   INTEGER NOT NULL,                  -- issues.seq of the issue
+  open  INTEGER NOT NULL,                  -- 1 while the issue is open
+  PRIMARY KEY (repo, label, seq)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX issue_labels_open ON issue_labels(repo, label, seq) WHERE open = 1;
+-- The labels of one issue, in order.
+CREATE INDEX issue_labels_by_issue ON issue_labels(seq, label);
+CREATE TRIGGER issue_labels_state AFTER UPDATE OF state ON issues BEGIN
+  UPDATE issue_labels SET open = (new.state = 'open') WHERE seq = new.seq AND open != (new.state = 'open');
+END;

@@ -19,6 +19,7 @@ const (
 	IssueClosed    = "issue.closed"
 	IssueReopened  = "issue.reopened"
 	IssueClaimed   = "issue.claimed"
+	IssueLabeled   = "issue.labeled"
 	LeaseRenewed   = "lease.renewed"
 	LeaseReleased  = "lease.released"
 	LeaseExpired   = "lease.expired"
@@ -34,7 +35,7 @@ const (
 
 // Kinds lists every event kind.
 var Kinds = []string{
-	IssueFiled, IssueCommented, IssueClosed, IssueReopened, IssueClaimed,
+	IssueFiled, IssueCommented, IssueClosed, IssueReopened, IssueClaimed, IssueLabeled,
 	LeaseRenewed, LeaseReleased, LeaseExpired,
 	PatchCreated, RevisionPushed, ReviewPosted, MergeRecorded,
 	CheckUpdated, BranchProtected, BranchUnprotected,

@@ -53,6 +53,7 @@ type Issue struct {
 	CreatedAt store.Time    `json:"created_at"`
 	UpdatedAt store.Time    `json:"updated_at"`
 	ClosedAt  *store.Time   `json:"closed_at"`
+	Labels    []string      `json:"labels"` // sorted, never nil
 	Lease     *leases.Lease `json:"lease"`
 
 	seq int64
@@ -138,7 +139,7 @@ func New(ctx context.Context, tx store.Querier, repo, author, title, body string
 		return Issue{}, err
 	}
 	ts := store.FormatTime(now)
-	is := Issue{ID: ids.New(), Repo: repo, Title: title, Body: body, State: Open, Author: author, CreatedAt: store.At(now), UpdatedAt: store.At(now)}
+	is := Issue{ID: ids.New(), Repo: repo, Title: title, Body: body, State: Open, Author: author, CreatedAt: store.At(now), UpdatedAt: store.At(now), Labels: []string{}}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, body, state, author, created_at, updated_at)
 		VALUES (?, ?, ?, ?, 'open', ?, ?, ?)`, repo, is.ID, title, body, author, ts, ts); err != nil {
 		return Issue{}, fmt.Errorf("file issue: %w", err)
@@ -153,7 +154,7 @@ func New(ctx context.Context, tx store.Querier, repo, author, title, body string
 }
 
 const issueCols = "i.seq, i.id, i.repo, i.title, i.body, i.state, i.author, i.created_at, i.updated_at, i.closed_at, " +
-	"l.holder, l.token, l.acquired_at, l.expires_at"
+	"l.holder, l.token, l.acquired_at, l.expires_at, " + labelsCol
 
 // liveJoin joins the live lease of each issue; its one argument is now.
 const liveJoin = ` LEFT JOIN leases l ON l.repo = i.repo AND l.issue_id = i.id AND l.holder IS NOT NULL
@@ -165,13 +166,15 @@ func scanIssue(s scanner) (Issue, error) {
 	var is Issue
 	var closed, holder, acq, exp sql.NullString
 	var token sql.NullInt64
+	var ls sql.NullString
 	// The typed fields scan as the strings they are, on database/sql's
 	// fast path for *string (a list reads thousands); the forge wrote these
 	// columns itself, times in the canonical form.
 	if err := s.Scan(&is.seq, &is.ID, &is.Repo, &is.Title, &is.Body, (*string)(&is.State), &is.Author,
-		(*string)(&is.CreatedAt), (*string)(&is.UpdatedAt), &closed, &holder, &token, &acq, &exp); err != nil {
+		(*string)(&is.CreatedAt), (*string)(&is.UpdatedAt), &closed, &holder, &token, &acq, &exp, &ls); err != nil {
 		return Issue{}, err
 	}
+	is.Labels = splitLabels(ls.String)
 	if closed.Valid {
 		is.ClosedAt = (*store.Time)(&closed.String)
 	}

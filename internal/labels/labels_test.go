@@ -1,0 +1,100 @@
+package labels
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/fault"
+)
+
+func TestCheck(t *testing.T) {
+	for _, c := range []struct {
+		label string
+		ok    bool
+	}{
+		{"bug", true},
+		{"prio:high", true},
+		{"0", true},
+		{"a.b_c-d:e", true},
+		{strings.Repeat("x", 50), true},
+		{strings.Repeat("x", 51), false},
+		{"", false},
+		{"Bug", false},
+		{"-bug", false},
+		{":bug", false},
+		{".bug", false},
+		{"bug fix", false},
+		{"bug\n", false},
+		{"bug/fix", false},
+		{"ünï", false},
+	} {
+		err := Check(c.label)
+		if (err == nil) != c.ok {
+			t.Errorf("Check(%q) = %v, want ok=%v", c.label, err, c.ok)
+		}
+		if err != nil && (fault.KindOf(err) != fault.Usage || strings.Contains(fault.As(err).Msg, "\n")) {
+			t.Errorf("Check(%q): %v", c.label, err)
+		}
+	}
+}
+
+func TestSet(t *testing.T) {
+	got, err := Set([]string{"b", "a", "b"})
+	if err != nil || !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("Set = %v, %v", got, err)
+	}
+	if got, err := Set(nil); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Set(nil) = %#v, %v", got, err)
+	}
+	var many []string
+	for i := 0; i < Max; i++ {
+		many = append(many, fmt.Sprint("l", i), fmt.Sprint("l", i)) // duplicates do not count
+	}
+	if _, err := Set(many); err != nil {
+		t.Fatalf("%d distinct: %v", Max, err)
+	}
+	if _, err := Set(append(many, "one-more")); fault.KindOf(err) != fault.Usage {
+		t.Fatalf("%d distinct: %v", Max+1, err)
+	}
+}
+
+func TestEdit(t *testing.T) {
+	full := make([]string, Max)
+	for i := range full {
+		full[i] = fmt.Sprintf("l%02d", i)
+	}
+	for i, c := range []struct {
+		cur, add, remove     []string
+		next, added, removed []string
+		bad                  bool
+	}{
+		{nil, []string{"b", "a"}, nil, []string{"a", "b"}, []string{"a", "b"}, []string{}, false},
+		{[]string{"a", "b"}, []string{"a"}, []string{"c"}, []string{"a", "b"}, []string{}, []string{}, false},
+		{[]string{"a", "b"}, []string{"c"}, []string{"a"}, []string{"b", "c"}, []string{"c"}, []string{"a"}, false},
+		{[]string{"a"}, []string{"x"}, []string{"x"}, nil, nil, nil, true},
+		{[]string{"a"}, []string{"X"}, nil, nil, nil, nil, true},
+		{full, []string{"new"}, nil, nil, nil, nil, true},
+		{full, []string{"new"}, []string{"l00"}, append(append([]string{}, full[1:]...), "new"), []string{"new"}, []string{"l00"}, false},
+		{full, nil, []string{"l49"}, full[:49], []string{}, []string{"l49"}, false},
+	} {
+		next, added, removed, err := Edit(c.cur, c.add, c.remove)
+		if c.bad {
+			if fault.KindOf(err) != fault.Usage {
+				t.Errorf("case %d: %v, want a usage refusal", i, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(next, c.next) || !reflect.DeepEqual(added, c.added) || !reflect.DeepEqual(removed, c.removed) {
+			t.Errorf("case %d: %v +%v -%v %v", i, next, added, removed, err)
+		}
+	}
+}
+
+func TestDiff(t *testing.T) {
+	added, removed := Diff([]string{"a", "b", "c"}, []string{"b", "d"})
+	if !reflect.DeepEqual(added, []string{"d"}) || !reflect.DeepEqual(removed, []string{"a", "c"}) {
+		t.Fatalf("Diff: +%v -%v", added, removed)
+	}
+}
