@@ -113,7 +113,7 @@ type want struct {
 func (f *fixture) addIssue(w *want, n int, state string) string {
 	id := hexID(n)
 	i := Issue{ID: id, Repo: repoKey, Title: fmt.Sprintf("Issue <%d> & \"quotes\"", n), Body: "line one\nline two ✓",
-		State: state, Author: "ada", CreatedAt: ts(n), UpdatedAt: ts(n + 1), Patches: []string{}}
+		State: state, Author: "ada", CreatedAt: ts(n), UpdatedAt: ts(n + 1), Labels: []string{}, Patches: []string{}}
 	if state == "closed" {
 		i.ClosedAt = ptr(ts(n + 1))
 	}
@@ -128,6 +128,18 @@ func (f *fixture) addComment(w *want, issue string, n int) {
 	f.exec(`INSERT INTO comments(repo, issue_id, id, author, body, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		repoKey, issue, c.ID, c.Author, c.Body, c.CreatedAt)
 	w.comments[issue] = append(w.comments[issue], c)
+}
+
+// addLabels labels an issue as issues.EditLabels does (kept sorted).
+func (f *fixture) addLabels(w *want, issue string, ls ...string) {
+	for _, l := range ls {
+		f.exec(`INSERT INTO issue_labels(repo, label, seq, open)
+			SELECT repo, ?, seq, state = 'open' FROM issues WHERE repo = ? AND id = ?`, l, repoKey, issue)
+	}
+	i := w.issues[issue]
+	i.Labels = append(i.Labels, ls...)
+	sort.Strings(i.Labels)
+	w.issues[issue] = i
 }
 
 func (f *fixture) addTenure(w *want, issue string, tok int64, ended bool) {
@@ -191,7 +203,9 @@ func (f *fixture) populate() (*want, []string) {
 		states: map[string][]StateChange{}}
 	a := f.addIssue(w, 1, "open")
 	b := f.addIssue(w, 2, "closed")
-	c := f.addIssue(w, 3, "open") // no comments, no tenures
+	c := f.addIssue(w, 3, "open") // no comments, no tenures, no labels
+	f.addLabels(w, a, "ready", "bug")
+	f.addLabels(w, b, "prio:high")
 	f.addComment(w, a, 1)
 	f.addComment(w, a, 2)
 	f.addComment(w, b, 3)
@@ -613,6 +627,10 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 			},
 			func() error { b, err = issues.New(f.ctx, tx, repoKey, "bob", "Second", "", at(1)); return err },
 			func() error { _, err = issues.AddComment(f.ctx, tx, repoKey, a.ID, "bob", "me too", at(2)); return err },
+			func() error {
+				_, _, err = issues.EditLabels(f.ctx, tx, repoKey, a.ID, []string{"ready", "bug"}, nil, "bob", at(2))
+				return err
+			},
 			func() error { _, err = issues.AddComment(f.ctx, tx, repoKey, a.ID, "ada", "fixed?", at(3)); return err },
 			func() error {
 				_, err = leases.Acquire(f.ctx, tx, repoKey, a.ID, "agent-1", 10*time.Minute, false, at(4))
@@ -683,7 +701,8 @@ func TestExportMatchesTheForgesReaders(t *testing.T) {
 		e := got.issues[id]
 		if e.ID != d.ID || e.Repo != d.Repo || e.Title != d.Title || e.Body != d.Body || e.State != string(d.State) ||
 			e.Author != d.Author || e.CreatedAt != d.CreatedAt.String() || e.UpdatedAt != d.UpdatedAt.String() ||
-			!reflect.DeepEqual(e.ClosedAt, timeText(d.ClosedAt)) || !reflect.DeepEqual(e.Patches, d.Patches) {
+			!reflect.DeepEqual(e.ClosedAt, timeText(d.ClosedAt)) || !reflect.DeepEqual(e.Patches, d.Patches) ||
+			!reflect.DeepEqual(e.Labels, d.Labels) {
 			t.Errorf("issue %s: export %+v, issue show %+v", id, e, d.Issue)
 		}
 		if len(got.comments[id]) != len(d.Comments) {
@@ -809,5 +828,36 @@ func TestExportWritesOnePack(t *testing.T) {
 	got := readBack(t, clone(t, f.git))
 	if !reflect.DeepEqual(got.issues, w.issues) || !reflect.DeepEqual(got.comments, w.comments) {
 		t.Fatalf("records read back differ from the database")
+	}
+}
+
+// A label change rewrites the issue's issue.json alone: one new commit on
+// that issue's ref.
+func TestLabelChangeExportsOneCommit(t *testing.T) {
+	f := newFixture(t)
+	_, ids := f.populate()
+	if _, err := f.x.Export(f.ctx, repoKey, f.git, testNow); err != nil {
+		t.Fatal(err)
+	}
+	issue := ids[2]
+	ref := IssueRef(issue)
+	old := strings.TrimSpace(run(t, f.git, "git", "rev-parse", ref))
+	err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+		_, _, err := issues.EditLabels(f.ctx, tx, repoKey, issue, []string{"area:web"}, nil, "bob", testNow)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.x.Export(f.ctx, repoKey, f.git, testNow)
+	if err != nil || !reflect.DeepEqual(res.Updated, []string{ref}) {
+		t.Fatalf("export after a label: %+v, %v", res, err)
+	}
+	if diff := strings.TrimSpace(run(t, f.git, "git", "diff", "--name-status", old, ref)); diff != "M\t"+IssueFile {
+		t.Fatalf("diff %q", diff)
+	}
+	var got Issue
+	if err := json.Unmarshal([]byte(run(t, f.git, "git", "show", ref+":"+IssueFile)), &got); err != nil || !reflect.DeepEqual(got.Labels, []string{"area:web"}) {
+		t.Fatalf("issue.json labels %v, %v", got.Labels, err)
 	}
 }

@@ -33,6 +33,7 @@ type Issue struct {
 	ClosedAt  *string  `json:"closed_at"`
 	CreatedAt string   `json:"created_at"`
 	ID        string   `json:"id"`
+	Labels    []string `json:"labels"`  // sorted
 	Patches   []string `json:"patches"` // patches that link (fix) it, oldest first
 	Repo      string   `json:"repo"`
 	State     string   `json:"state"`
@@ -257,7 +258,7 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 			skipped++
 			return nil
 		}
-		i.Repo, i.ClosedAt, i.Patches = repo, nullable(closed), []string{}
+		i.Repo, i.ClosedAt, i.Labels, i.Patches = repo, nullable(closed), []string{}, []string{}
 		r := &issueRec{issue: i}
 		byID[i.ID] = r
 		order = append(order, r)
@@ -303,6 +304,20 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("read lease tenures of %s: %w", repo, err)
+	}
+	err = store.Each(ctx, q, `SELECT i.id, l.label FROM issue_labels l JOIN issues i ON i.seq = l.seq
+		WHERE l.repo = ? ORDER BY l.seq, l.label`, args, func(rows *sql.Rows) error {
+		var issue, label string
+		if err := rows.Scan(&issue, &label); err != nil {
+			return err
+		}
+		if r := byID[issue]; r != nil {
+			r.issue.Labels = append(r.issue.Labels, label)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("read labels of %s: %w", repo, err)
 	}
 	err = store.Each(ctx, q, `SELECT pi.issue_id, pi.patch_id FROM patch_issues pi
 		JOIN patches p ON p.repo = pi.repo AND p.id = pi.patch_id
