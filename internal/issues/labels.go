@@ -100,6 +100,19 @@ func relabel(ctx context.Context, tx store.Querier, repo, id, actor string, now 
 	return ev, true, nil
 }
 
+// CarriesAll is the SQL condition (with its arguments) that the issue
+// whose seq is the column seqCol carries every label of ls: one probe of
+// the issue_labels key per label. Empty for no label.
+func CarriesAll(seqCol string, ls []string) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, len(ls))
+	for _, l := range ls {
+		b.WriteString(" AND EXISTS (SELECT 1 FROM issue_labels x WHERE x.seq = " + seqCol + " AND x.label = ?)")
+		args = append(args, l)
+	}
+	return b.String(), args
+}
+
 // ListLabeled is List of the issues that carry every label of ls (checked
 // by labels.Set; none: List itself). It walks the first label's entries
 // newest first (issue_labels_open for open issues) and probes the primary
@@ -132,10 +145,9 @@ func ListLabeled(ctx context.Context, q store.Querier, repo, state string, ls []
 		where += " AND m.open = 0"
 	}
 	args := []any{store.FormatTime(now), repo, ls[0]}
-	for _, l := range ls[1:] {
-		where += " AND EXISTS (SELECT 1 FROM issue_labels x WHERE x.repo = m.repo AND x.label = ? AND x.seq = m.seq)"
-		args = append(args, l)
-	}
+	cond, largs := CarriesAll("m.seq", ls[1:])
+	where += cond
+	args = append(args, largs...)
 	if after != "" {
 		id, err := Resolve(ctx, q, repo, after)
 		if err != nil {

@@ -15,13 +15,14 @@ import (
 // MaxSearch bounds the text of a search.
 const MaxSearch = 200
 
-// Search finds the issues of repo in state (as List) whose title or body
-// holds text (case folded), newest first, at most limit, after the issue
+// Search finds the issues of repo in state (as List) that carry every
+// label of ls (a set, labels.Set) and whose title or body holds text
+// (case folded), newest first, at most limit, after the issue
 // after. Text of three characters or more goes through the trigram index
 // issues_fts; shorter text falls back to a LIKE scan bounded by the
 // repo/state index. Each hit is then read with its live lease through
 // Lookup. q should be one read transaction, so that hits and rows agree.
-func Search(ctx context.Context, q store.Querier, repo, state, text string, limit int, after string, now time.Time) ([]Issue, error) {
+func Search(ctx context.Context, q store.Querier, repo, state, text string, ls []string, limit int, after string, now time.Time) ([]Issue, error) {
 	if state == "" {
 		state = string(Open)
 	}
@@ -50,6 +51,8 @@ func Search(ctx context.Context, q store.Querier, repo, state, text string, limi
 		query += " AND i.state = ?"
 		args = append(args, state)
 	}
+	cond, largs := CarriesAll("i.seq", ls)
+	query, args = query+cond, append(args, largs...)
 	if after != "" {
 		id, err := Resolve(ctx, q, repo, after)
 		if err != nil {

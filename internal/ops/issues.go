@@ -6,6 +6,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/labels"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 )
@@ -45,6 +46,8 @@ type ListIssues struct {
 	After string
 	// Query, when set, keeps the issues whose title or body holds it.
 	Query string
+	// Labels keeps the issues that carry every one of them.
+	Labels []string
 	// Counts asks for each issue's number of comments too.
 	Counts bool
 }
@@ -59,18 +62,22 @@ type IssueList struct {
 
 // ListIssues lists issues newest first, each with its live lease.
 func (s *Service) ListIssues(ctx context.Context, who Actor, in ListIssues) (IssueList, error) {
+	ls, err := labels.Set(in.Labels)
+	if err != nil {
+		return IssueList{}, err
+	}
 	sc, err := s.listed(ctx, who, in.Repo, &in.State, string(issues.Open), issues.CheckState, in.Limit)
 	if err != nil {
 		return IssueList{}, err
 	}
 	out := IssueList{Repo: sc.key}
 	if in.Query == "" {
-		out.Issues, err = issues.List(ctx, s.DB.R(), sc.key, in.State, in.Limit, in.After, s.now())
+		out.Issues, err = issues.ListLabeled(ctx, s.DB.R(), sc.key, in.State, ls, in.Limit, in.After, s.now())
 	} else {
 		// The hits and their rows in one read transaction, so they agree.
 		err = s.DB.Read(ctx, func(tx *sql.Tx) error {
 			var err error
-			out.Issues, err = issues.Search(ctx, tx, sc.key, in.State, in.Query, in.Limit, in.After, s.now())
+			out.Issues, err = issues.Search(ctx, tx, sc.key, in.State, in.Query, ls, in.Limit, in.After, s.now())
 			return err
 		})
 	}

@@ -33,8 +33,8 @@ func issueCommand(env *Env) *cli.Command {
 			{
 				Name:      "list",
 				Usage:     "list issues, newest first",
-				ArgsUsage: "REPO [--state open|closed|all] [--limit N] [--after ID]",
-				Flags:     listFlags("issue", string(issues.Open), "open, closed or all"),
+				ArgsUsage: "REPO [--state open|closed|all] [--label L]… [--limit N] [--after ID]",
+				Flags:     append(listFlags("issue", string(issues.Open), "open, closed or all"), labelFlag("only issues carrying this label (repeatable: all must match)")),
 				Action:    env.issueList,
 			},
 			{
@@ -69,6 +69,7 @@ func issueCommand(env *Env) *cli.Command {
 				Flags:     []cli.Flag{leaseTokenFlag(), JSONFlag},
 				Action:    func(c *cli.Context) error { return env.issueSetState(c, issues.Open) },
 			},
+			issueLabelCommand(env),
 		},
 	}
 }
@@ -127,6 +128,7 @@ func (env *Env) issueList(c *cli.Context) error {
 	}
 	page, err := env.Ops().ListIssues(c.Context, env.actor(), ops.ListIssues{
 		Repo: repo, State: c.String("state"), Limit: c.Int("limit"), After: c.String("after"),
+		Labels: c.StringSlice("label"),
 	})
 	if err != nil {
 		return err
@@ -138,7 +140,11 @@ func (env *Env) issueList(c *cli.Context) error {
 			if is.Lease != nil {
 				lease = " [leased by " + is.Lease.Holder + "]"
 			}
-			fmt.Fprintf(w, "%s %-6s %s%s\n", is.ID, is.State, is.Title, lease)
+			ls := ""
+			if len(is.Labels) > 0 {
+				ls = " · " + labelsText(is.Labels)
+			}
+			fmt.Fprintf(w, "%s %-6s %s%s%s\n", is.ID, is.State, is.Title, ls, lease)
 		}
 	})
 }
@@ -158,6 +164,9 @@ func (env *Env) issueShow(c *cli.Context) error {
 func (env *Env) printIssue(w io.Writer, d issues.Detail) {
 	fmt.Fprintf(w, "issue %s: %s\n", d.ID, d.Title)
 	fmt.Fprintf(w, "state %s · filed by %s at %s\n", d.State, d.Author, d.CreatedAt)
+	if len(d.Labels) > 0 {
+		fmt.Fprintf(w, "labels: %s\n", labelsText(d.Labels))
+	}
 	if u := env.issueURL(d.Repo, d.ID); u != "" {
 		fmt.Fprintln(w, u)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/ops"
 )
@@ -20,9 +21,9 @@ func leaseCommand(env *Env) *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:      "acquire",
-				Usage:     "claim an open issue; without --ttl an open-ended assignment",
-				ArgsUsage: "REPO ID [--ttl 15m]",
-				Flags:     []cli.Flag{ttl, force, JSONFlag},
+				Usage:     "claim an open issue, or with --next the oldest unclaimed one; without --ttl an open-ended assignment",
+				ArgsUsage: "REPO ID [--ttl 15m] | REPO --next [--label L]… [--ttl 15m]",
+				Flags:     append([]cli.Flag{ttl, force, JSONFlag}, nextFlags()...),
 				Action:    env.leaseAcquire,
 			},
 			{
@@ -58,6 +59,12 @@ func ttlOf(c *cli.Context) (time.Duration, error) {
 }
 
 func (env *Env) leaseAcquire(c *cli.Context) error {
+	if c.Bool("next") {
+		return env.leaseNext(c)
+	}
+	if c.IsSet("label") {
+		return fault.New(fault.Usage, "usage: lease acquire REPO --next --label L: --label picks among issues for --next")
+	}
 	ttl, err := ttlOf(c)
 	if err != nil {
 		return err
