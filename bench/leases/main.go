@@ -11,6 +11,13 @@
 // the winners, the clean exit-3 losers and any SQLITE_BUSY, beside the
 // floor of starting 64 `git --version` processes the same way.
 //
+// The work queue: 64 processes each asking `lease acquire --next` at once,
+// against 64 processes each acquiring a named distinct issue at once, in
+// interleaved rounds (each round on fresh repositories); goal: the queue's
+// median wall time at most 1.2x the named acquires'. In process, the
+// latency of leases.AcquireNext with 64 live leases ahead of the pick (a
+// fleet of 64 agents), beside a named acquire.
+//
 //	go run ./bench/leases [-n 2000] [-procs 64] [-rounds 5] [-bin collab-hook]
 package main
 
@@ -18,6 +25,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -147,6 +155,12 @@ func inProcess(path string, n int) error {
 			return err
 		}
 	}
+	// The queue as a fleet of 64 agents keeps it: each pick walks past the
+	// 64 live leases of the others, and the oldest claim is let go.
+	next, err := queueInProcess(ctx, db, n, now)
+	if err != nil {
+		return err
+	}
 	if _, err := db.R().ExecContext(ctx, "CREATE TABLE floor(k TEXT PRIMARY KEY, holder TEXT, token INTEGER) STRICT"); err != nil {
 		return err
 	}
@@ -169,11 +183,57 @@ func inProcess(path string, n int) error {
 	for _, r := range []struct {
 		name string
 		s    stats
-	}{{"acquire", acq}, {"acquire refused", refused}, {"renew", ren}, {"release", rel}, {"floor: bare upsert", floor}} {
+	}{{"acquire", acq}, {"acquire --next", next}, {"acquire refused", refused}, {"renew", ren}, {"release", rel}, {"floor: bare upsert", floor}} {
 		fmt.Printf("  %-20s %s / %s   (%.2fx floor)\n", r.name, ms(r.s.pct(0.5)), ms(r.s.pct(0.99)), float64(r.s.pct(0.5))/float64(base))
 	}
 	fmt.Printf("  goal: acquire median <= 0.300 ms: %v\n", acq.pct(0.5) <= 300*time.Microsecond)
+	fmt.Printf("  acquire --next (64 live leases ahead) / acquire: %.2fx\n", float64(next.pct(0.5))/float64(acq.pct(0.5)))
 	return nil
+}
+
+// queueInProcess times n picks of leases.AcquireNext on a queue of its own
+// repository where 64 claims stay live: after each pick the oldest claim
+// beyond 64 is released (untimed), so every pick passes 64 live leases.
+func queueInProcess(ctx context.Context, db *store.DB, n int, now time.Time) (stats, error) {
+	const queue, fleet = "queue.git", 64
+	err := db.Write(ctx, func(tx *sql.Tx) error {
+		for i := 0; i < n; i++ {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, author, created_at, updated_at)
+				VALUES (?, ?, 'bench', 'bench', 'x', 'x')`, queue, ids.New()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var s stats
+	var held []string
+	for i := 0; i < n; i++ {
+		var l leases.Lease
+		start := time.Now()
+		err := db.Write(ctx, func(tx *sql.Tx) error {
+			var err error
+			l, err = leases.AcquireNext(ctx, tx, queue, "agent", nil, 15*time.Minute, now)
+			return err
+		})
+		s = append(s, time.Since(start))
+		if err != nil {
+			return nil, fmt.Errorf("acquire --next %d: %w", i, err)
+		}
+		if held = append(held, l.IssueID); len(held) > fleet {
+			err := db.Write(ctx, func(tx *sql.Tx) error {
+				_, err := leases.Release(ctx, tx, queue, held[0], "agent", false, now)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			held = held[1:]
+		}
+	}
+	return s, nil
 }
 
 func race(bin, root string, procs, rounds int) error {
@@ -199,12 +259,12 @@ func race(bin, root string, procs, rounds int) error {
 		if _, err := hook("user", "add", fmt.Sprintf("w%d", i)); err != nil {
 			return err
 		}
-		if _, err := hook("grant", fmt.Sprintf("w%d", i), "bench", "write"); err != nil {
+		if _, err := hook("grant", fmt.Sprintf("w%d", i), "*", "write"); err != nil {
 			return err
 		}
 	}
-	newIssue := func() (string, error) {
-		out, err := serve("w0", "issue new bench --title race").Output()
+	newIssue := func(repo string) (string, error) {
+		out, err := serve("w0", "issue new "+repo+" --title race").Output()
 		if err != nil {
 			return "", fmt.Errorf("issue new: %w", err)
 		}
@@ -216,7 +276,7 @@ func race(bin, root string, procs, rounds int) error {
 	}
 	var one, many, floor, oneCPU, manyCPU, floorCPU stats
 	for r := 0; r < rounds; r++ {
-		id, err := newIssue()
+		id, err := newIssue("bench")
 		if err != nil {
 			return err
 		}
@@ -234,7 +294,7 @@ func race(bin, root string, procs, rounds int) error {
 		one = append(one, wall)
 
 		for i := range cmds {
-			id, err := newIssue()
+			id, err := newIssue("bench")
 			if err != nil {
 				return err
 			}
@@ -264,6 +324,94 @@ func race(bin, root string, procs, rounds int) error {
 	fmt.Printf("  %d cores: CPU-bound lower bound of the one-issue race %s\n", runtime.NumCPU(),
 		ms(oneCPU.pct(0.5)*time.Duration(procs)/time.Duration(runtime.NumCPU())))
 	fmt.Printf("  one issue / floor: %.2fx; goal <= 150 ms: %v\n", float64(one.pct(0.5))/float64(floor.pct(0.5)), one.pct(0.5) <= 150*time.Millisecond)
+	return queueRace(procs, rounds, hook, serve, newIssue)
+}
+
+// queueRace compares the work queue with named acquires: per round, on
+// fresh repositories of procs open issues each, procs processes each
+// acquiring a named distinct issue, and procs processes each asking for
+// the next one, in turn, the order alternating between rounds.
+func queueRace(procs, rounds int, hook func(args ...string) (string, error), serve func(who, line string) *exec.Cmd,
+	newIssue func(repo string) (string, error)) error {
+	var named, next, namedCPU, nextCPU stats
+	for r := 0; r < rounds; r++ {
+		namedRepo, queueRepo := fmt.Sprintf("named%d", r), fmt.Sprintf("queue%d", r)
+		ids := make([]string, procs)
+		for _, repo := range []string{namedRepo, queueRepo} {
+			if _, err := hook("repo", "create", repo); err != nil {
+				return err
+			}
+			for i := range ids {
+				id, err := newIssue(repo)
+				if err != nil {
+					return err
+				}
+				if repo == namedRepo {
+					ids[i] = id
+				}
+			}
+		}
+		runNamed := func() error {
+			cmds := make([]*exec.Cmd, procs)
+			for i := range cmds {
+				cmds[i] = serve(fmt.Sprintf("w%d", i), "lease acquire "+namedRepo+" "+ids[i]+" --ttl 10m")
+			}
+			wall, codes, busy, err := startAll(cmds, &namedCPU)
+			if err == nil && (codes[0] != procs || busy != 0) {
+				err = fmt.Errorf("named round %d: exit codes %v, %d busy", r, codes, busy)
+			}
+			named = append(named, wall)
+			return err
+		}
+		runNext := func() error {
+			cmds := make([]*exec.Cmd, procs)
+			for i := range cmds {
+				cmds[i] = serve(fmt.Sprintf("w%d", i), "lease acquire "+queueRepo+" --next --ttl 10m --json")
+			}
+			outs := make([]bytes.Buffer, procs)
+			for i := range cmds {
+				cmds[i].Stdout = &outs[i]
+			}
+			wall, codes, busy, err := startAll(cmds, &nextCPU)
+			if err == nil && (codes[0] != procs || busy != 0) {
+				err = fmt.Errorf("queue round %d: exit codes %v, %d busy", r, codes, busy)
+			}
+			got := map[string]bool{}
+			for i := range outs {
+				var l struct {
+					IssueID string `json:"issue_id"`
+					Token   int64  `json:"token"`
+				}
+				if json.Unmarshal(outs[i].Bytes(), &l) == nil && l.Token == 1 {
+					got[l.IssueID] = true
+				}
+			}
+			if err == nil && len(got) != procs {
+				err = fmt.Errorf("queue round %d: %d distinct issues with token 1 for %d processes", r, len(got), procs)
+			}
+			next = append(next, wall)
+			return err
+		}
+		order := []func() error{runNamed, runNext}
+		if r%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, run := range order {
+			if err := run(); err != nil {
+				return err
+			}
+		}
+	}
+	ratio := float64(next.pct(0.5)) / float64(named.pct(0.5))
+	fmt.Printf("the work queue: %d processes at once on %d open issues, %d interleaved rounds (median wall; CPU per process):\n", procs, procs, rounds)
+	fmt.Printf("  %-34s %s   CPU %s   (all %d won, token 1, 0 SQLITE_BUSY)\n", "named: lease acquire REPO ID", ms(named.pct(0.5)), ms(namedCPU.pct(0.5)), procs)
+	fmt.Printf("  %-34s %s   CPU %s   (%d distinct issues, token 1, 0 SQLITE_BUSY)\n", "queue: lease acquire REPO --next", ms(next.pct(0.5)), ms(nextCPU.pct(0.5)), procs)
+	fmt.Printf("  per round (named / queue):")
+	for i := range named {
+		fmt.Printf(" %s/%s", ms(named[i]), ms(next[i]))
+	}
+	fmt.Printf("\n  queue / named: %.2fx wall, %.2fx CPU; goal <= 1.2x: %v\n", ratio,
+		float64(nextCPU.pct(0.5))/float64(namedCPU.pct(0.5)), ratio <= 1.2)
 	return nil
 }
 
