@@ -24,11 +24,13 @@ _collab_words() {
 	# $1: verb, $2: subcommand
 	case "$1 $2" in
 	"issue new") echo "--title --body --json" ;;
-	"issue list") echo "--state --limit --after --json" ;;
+	"issue list") echo "--state --label --limit --after --json" ;;
 	"issue show") echo "--json" ;;
 	"issue comment") echo "--body --lease-token --json" ;;
 	"issue close" | "issue reopen") echo "--lease-token --json" ;;
-	"lease acquire" | "lease renew") echo "--ttl --json" ;;
+	"issue label") echo "--add --remove --json" ;;
+	"lease acquire") echo "--next --label --ttl --force --json" ;;
+	"lease renew") echo "--ttl --json" ;;
 	"lease release" | "lease list") echo "--json" ;;
 	"patch list") echo "--state --json" ;;
 	"patch show") echo "--json" ;;
@@ -53,7 +55,7 @@ _collab_complete_from() {
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
 		local subs=""
 		case "$verb" in
-		issue) subs="new list show comment close reopen" ;;
+		issue) subs="new list show comment close reopen label" ;;
 		lease) subs="acquire renew release list" ;;
 		patch) subs="list show diff review close reopen merge" ;;
 		token) subs="new list revoke" ;;

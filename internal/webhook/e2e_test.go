@@ -367,6 +367,7 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.verb("ada", "issue comment demo "+is.ID+" --body 'I can reproduce this.'")
+	s.verb("ada", "issue label demo "+is.ID+" --add bug --add prio:high")
 	ttl := s.ttl("ada").String() // the renew must find the lease live
 	s.verb("ada", "lease acquire demo "+is.ID+" --ttl "+ttl)
 	s.verb("ada", "lease renew demo "+is.ID+" --ttl "+ttl)
