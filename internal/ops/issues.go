@@ -131,6 +131,8 @@ type IssuePage struct {
 	Linked []LinkedPatch
 	// MayChangeState says whether the actor may close or reopen it now.
 	MayChangeState bool
+	// MayLabel says whether the actor may change its labels (LabelIssue).
+	MayLabel bool
 }
 
 // IssuePage reads an issue's head, a page of its comments (in.Issue names
@@ -168,6 +170,7 @@ func (s *Service) IssuePage(ctx context.Context, who Actor, in Comments) (IssueP
 		return IssuePage{}, err
 	}
 	pg.MayChangeState = issues.MayChange(pg.Issue, who.Principal, t.lvl, true, "close") == nil
+	pg.MayLabel = t.lvl >= access.Write
 	return pg, nil
 }
 

@@ -8,11 +8,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
-	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
@@ -64,8 +62,8 @@ func setNext(w http.ResponseWriter, r *http.Request, n, limit int, after string)
 	w.Header().Set("Link", fmt.Sprintf("<%s?%s>; rel=\"next\"", r.URL.EscapedPath(), q.Encode()))
 }
 
-// listIssues reads the issue list of {repo} as ?state=, ?q= and the page
-// ask, with the comment counts when counts; state is the state asked for
+// listIssues reads the issue list of {repo} as ?state=, ?q=, ?label=
+// (repeatable: all must match) and the page ask, with the comment counts when counts; state is the state asked for
 // ("" when none).
 func (s *Server) listIssues(r *http.Request, state string, counts bool) (list ops.IssueList, limit int, after string, err error) {
 	name, err := repoName(r)
@@ -77,6 +75,7 @@ func (s *Server) listIssues(r *http.Request, state string, counts bool) (list op
 	}
 	list, err = s.ops.ListIssues(r.Context(), actor(r), ops.ListIssues{
 		Repo: name, State: state, Limit: limit, After: after, Query: strings.TrimSpace(r.URL.Query().Get("q")), Counts: counts,
+		Labels: r.URL.Query()["label"],
 	})
 	return list, limit, after, err
 }
@@ -226,14 +225,9 @@ func (s *Server) apiAcquire(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	var ttl time.Duration
-	if b.TTLSeconds != nil {
-		// Bounded here, before the conversion can overflow; leases.CheckTTL
-		// gives the same bounds in a duration's words.
-		if *b.TTLSeconds < 1 || *b.TTLSeconds > int64(leases.MaxTTL/time.Second) {
-			return fault.New(fault.Usage, "bad ttl_seconds %d: want 1 to %d, or leave it out for an open-ended assignment", *b.TTLSeconds, int64(leases.MaxTTL/time.Second))
-		}
-		ttl = time.Duration(*b.TTLSeconds) * time.Second
+	ttl, err := ttlSeconds(b.TTLSeconds)
+	if err != nil {
+		return err
 	}
 	l, err := s.ops.AcquireLease(r.Context(), actor(r), ops.Acquire{Issue: ref, TTL: ttl, Force: b.Force})
 	if err != nil {

@@ -65,6 +65,10 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) error {
 	if state == "" {
 		state = string(issues.Open)
 	}
+	f, err := filterOf(r, state, strings.TrimSpace(r.URL.Query().Get("q")))
+	if err != nil {
+		return err
+	}
 	list, limit, after, err := s.listIssues(r, state, true)
 	if err != nil {
 		return err
@@ -77,7 +81,7 @@ func (s *Server) pageIssues(w http.ResponseWriter, r *http.Request) error {
 	s.render(w, r, http.StatusOK, "issues", map[string]any{
 		"Title": "Issues · " + reponame.Display(key), "Repo": key, "Tab": "issues",
 		"Issues": list.Issues, "State": state, "Q": strings.TrimSpace(r.URL.Query().Get("q")), "Next": next, "After": after,
-		"Counts": list.Counts,
+		"Counts": list.Counts, "Filter": f,
 	})
 	return nil
 }
@@ -144,7 +148,7 @@ func (s *Server) pageIssue(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := map[string]any{
 		"Title": pg.Title + " · " + reponame.Display(key), "Repo": key, "Tab": "issues",
-		"Issue": pg.Detail, "Linked": pg.Linked, "CanState": pg.MayChangeState,
+		"Issue": pg.Detail, "Linked": pg.Linked, "CanState": pg.MayChangeState, "CanLabel": pg.MayLabel,
 		"Comments": pg.Comments, "CommentCount": pg.Count, "Paged": after != "" || from != "",
 	}
 	if pg.More && len(pg.Comments) > 0 {
