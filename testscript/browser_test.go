@@ -273,6 +273,23 @@ func TestBrowserIssuesAndPatches(t *testing.T) {
 	if got := text(t, ctx, "#comments .comment strong"); got != "main" {
 		t.Fatalf("comment shows %q", got)
 	}
+	// Label it from the page: the chips show, and one narrows the list.
+	do(t, ctx,
+		chromedp.SetValue(chromedp.CSS("#labels-input"), "bug ui:buttons"),
+		chromedp.Click(chromedp.CSS("#set-labels")),
+		chromedp.WaitVisible(chromedp.CSS("#issue-labels a.label")),
+	)
+	if got := text(t, ctx, "#issue-labels"); got != "bug ui:buttons" {
+		t.Fatalf("label chips %q", got)
+	}
+	f.verb("bob", "issue new demo --title 'Unlabelled'")
+	do(t, ctx, chromedp.Navigate(f.url+"/demo/-/issues"), chromedp.WaitVisible(chromedp.CSS("#issues a.label")),
+		chromedp.Click(chromedp.CSS(`#issues a.label[href*="ui%3Abuttons"]`)), chromedp.WaitVisible(chromedp.CSS("#active-labels")))
+	if got := text(t, ctx, "#issues"); !strings.Contains(got, "The button does nothing") || strings.Contains(got, "Unlabelled") {
+		t.Fatalf("list filtered by ui:buttons: %q", got)
+	}
+	screenshot(t, ctx, "issues-labelled")
+	do(t, ctx, chromedp.Navigate(f.url+"/demo/-/issues/"+issueID), chromedp.WaitVisible(chromedp.CSS("#issue-title")))
 	screenshot(t, ctx, "issue")
 
 	// Close it.
