@@ -3,6 +3,7 @@ package labels
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -29,6 +30,11 @@ func TestCheck(t *testing.T) {
 		{"bug\n", false},
 		{"bug/fix", false},
 		{"ünï", false},
+		{"a\x00", false},
+		{"A", false},
+		{"z9", true},
+		{"9-", true},
+		{"_x", false},
 	} {
 		err := Check(c.label)
 		if (err == nil) != c.ok {
@@ -96,5 +102,31 @@ func TestDiff(t *testing.T) {
 	added, removed := Diff([]string{"a", "b", "c"}, []string{"b", "d"})
 	if !reflect.DeepEqual(added, []string{"d"}) || !reflect.DeepEqual(removed, []string{"a", "c"}) {
 		t.Fatalf("Diff: +%v -%v", added, removed)
+	}
+}
+
+// Check agrees with the contract's pattern as a regexp, on every string of
+// up to three characters from an alphabet around its edges, and at the
+// length limit.
+func TestCheckIsThePattern(t *testing.T) {
+	re := regexp.MustCompile(`^[a-z0-9][a-z0-9:._-]{0,49}$`)
+	alphabet := []string{"a", "z", "0", "9", ":", ".", "_", "-", "A", "/", " ", "é", "`", "{"}
+	var all []string
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		all = append(all, prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(prefix+c, n-1)
+		}
+	}
+	gen("", 3)
+	all = append(all, strings.Repeat("a", 49)+"-", strings.Repeat("a", 50)+"-", "a"+strings.Repeat(":", 49))
+	for _, s := range all {
+		if got, want := Check(s) == nil, re.MatchString(s); got != want {
+			t.Errorf("Check(%q) ok=%v, pattern says %v", s, got, want)
+		}
 	}
 }
