@@ -38,6 +38,10 @@ _collab_words() {
 	"patch review") echo "--approve --request-changes --comment --revision --file --line --body --lease-token --json" ;;
 	"patch close" | "patch reopen") echo "--json" ;;
 	"patch merge") echo "--commit --json" ;;
+	"patch submit") echo "--strategy --json" ;;
+	"patch check") echo "--state --revision --url --summary --json" ;;
+	"branch protect") echo "--approvals --check --strategy --direct-push --json" ;;
+	"branch unprotect" | "branch list") echo "--json" ;;
 	"token new") echo "--name --json" ;;
 	"token list" | "token revoke") echo "--json" ;;
 	"repo list" | "whoami ") echo "--json" ;;
@@ -49,7 +53,7 @@ _collab_complete_from() {
 	local i=$1 cur=${COMP_WORDS[COMP_CWORD]}
 	local verb=${COMP_WORDS[i]:-} sub=${COMP_WORDS[i+1]:-}
 	if [ "$COMP_CWORD" -eq "$i" ]; then
-		COMPREPLY=($(compgen -W "whoami repo issue lease patch token hooks" -- "$cur"))
+		COMPREPLY=($(compgen -W "whoami repo issue lease patch branch token hooks" -- "$cur"))
 		return
 	fi
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
@@ -57,7 +61,8 @@ _collab_complete_from() {
 		case "$verb" in
 		issue) subs="new list show comment close reopen label" ;;
 		lease) subs="acquire renew release list" ;;
-		patch) subs="list show diff review close reopen merge" ;;
+		patch) subs="list show diff review close reopen merge submit check" ;;
+		branch) subs="protect unprotect list" ;;
 		token) subs="new list revoke" ;;
 		repo) subs="list" ;;
 		hooks) subs="commit-msg" ;;
@@ -68,7 +73,19 @@ _collab_complete_from() {
 	fi
 	case "${COMP_WORDS[COMP_CWORD-1]}" in
 	--state)
-		COMPREPLY=($(compgen -W "open closed merged all" -- "$cur"))
+		if [ "$verb $sub" = "patch check" ]; then
+			COMPREPLY=($(compgen -W "pending running success failure error skipped" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "open closed merged all" -- "$cur"))
+		fi
+		return
+		;;
+	--strategy)
+		COMPREPLY=($(compgen -W "merge ff-only rebase squash" -- "$cur"))
+		return
+		;;
+	--direct-push)
+		COMPREPLY=($(compgen -W "none admin" -- "$cur"))
 		return
 		;;
 	--ttl)
