@@ -284,45 +284,69 @@ func Comments(ctx context.Context, q store.Querier, repo, id string) ([]Comment,
 // after the issue after (a full id or prefix; "" starts at the newest).
 // Each carries its live lease; comments are left out.
 func List(ctx context.Context, q store.Querier, repo, state string, limit int, after string, now time.Time) ([]Issue, error) {
-	if state == "" {
-		state = string(Open)
-	}
-	if err := CheckState(state); err != nil {
+	state, limit, err := pageOf(state, limit)
+	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, 1000)
 	where := "i.repo = ?"
 	args := []any{store.FormatTime(now), repo}
 	if state != All {
 		where += " AND i.state = ?"
 		args = append(args, state)
 	}
-	if after != "" {
-		id, err := Resolve(ctx, q, repo, after)
-		if err != nil {
-			return nil, err
-		}
-		where += " AND i.seq < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
-		args = append(args, repo, id)
+	cond, aargs, err := afterCond(ctx, q, repo, after, "i.seq")
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, "SELECT "+issueCols+" FROM issues i"+liveJoin+" WHERE "+where+" ORDER BY i.seq DESC LIMIT ?", args...)
+	args = append(append(args, aargs...), limit)
+	out, err := selectIssues(ctx, q, "SELECT "+issueCols+" FROM issues i"+liveJoin+" WHERE "+where+cond+" ORDER BY i.seq DESC LIMIT ?", args)
 	if err != nil {
 		return nil, fmt.Errorf("list issues: %w", err)
 	}
-	defer rows.Close()
+	return out, nil
+}
+
+// pageOf checks a list's state filter ("" is open) and bounds its limit
+// (<= 0: 50; at most 1000).
+func pageOf(state string, limit int) (string, int, error) {
+	if state == "" {
+		state = string(Open)
+	}
+	if err := CheckState(state); err != nil {
+		return "", 0, err
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	return state, min(limit, 1000), nil
+}
+
+// afterCond is the condition on seqCol, with its arguments, that starts a
+// page after the issue after (a full id or prefix); none for "".
+func afterCond(ctx context.Context, q store.Querier, repo, after, seqCol string) (string, []any, error) {
+	if after == "" {
+		return "", nil, nil
+	}
+	id, err := Resolve(ctx, q, repo, after)
+	if err != nil {
+		return "", nil, err
+	}
+	return " AND " + seqCol + " < (SELECT seq FROM issues WHERE repo = ? AND id = ?)", []any{repo, id}, nil
+}
+
+// selectIssues runs query, which selects issueCols, and reads its issues
+// ([] when none).
+func selectIssues(ctx context.Context, q store.Querier, query string, args []any) ([]Issue, error) {
 	out := []Issue{}
-	for rows.Next() {
+	err := store.Each(ctx, q, query, args, func(rows *sql.Rows) error {
 		is, err := scanIssue(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list issues: %w", err)
+			return err
 		}
 		out = append(out, is)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // CheckState validates a state filter word: open, closed or all.

@@ -126,16 +126,10 @@ func ListLabeled(ctx context.Context, q store.Querier, repo, state string, ls []
 	if len(ls) == 0 {
 		return List(ctx, q, repo, state, limit, after, now)
 	}
-	if state == "" {
-		state = string(Open)
-	}
-	if err := CheckState(state); err != nil {
+	state, limit, err = pageOf(state, limit)
+	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, 1000)
 	// The literal open = 1 lets the planner use the partial index.
 	where := " WHERE m.repo = ? AND m.label = ?"
 	switch State(state) {
@@ -148,30 +142,18 @@ func ListLabeled(ctx context.Context, q store.Querier, repo, state string, ls []
 	cond, largs := CarriesAll("m.seq", ls[1:])
 	where += cond
 	args = append(args, largs...)
-	if after != "" {
-		id, err := Resolve(ctx, q, repo, after)
-		if err != nil {
-			return nil, err
-		}
-		where += " AND m.seq < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
-		args = append(args, repo, id)
+	acond, aargs, err := afterCond(ctx, q, repo, after, "m.seq")
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, limit)
+	where += acond
+	args = append(append(args, aargs...), limit)
 	// CROSS JOIN keeps issue_labels outermost: the walk is over the label.
 	query := "SELECT " + issueCols + " FROM issue_labels m CROSS JOIN issues i ON i.seq = m.seq" + liveJoin + where +
 		" ORDER BY m.seq DESC LIMIT ?"
-	rows, err := q.QueryContext(ctx, query, args...)
+	out, err := selectIssues(ctx, q, query, args)
 	if err != nil {
 		return nil, fmt.Errorf("list issues by label: %w", err)
 	}
-	defer rows.Close()
-	out := []Issue{}
-	for rows.Next() {
-		is, err := scanIssue(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list issues by label: %w", err)
-		}
-		out = append(out, is)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -53,17 +53,13 @@ func Search(ctx context.Context, q store.Querier, repo, state, text string, ls [
 	}
 	cond, largs := CarriesAll("i.seq", ls)
 	query, args = query+cond, append(args, largs...)
-	if after != "" {
-		id, err := Resolve(ctx, q, repo, after)
-		if err != nil {
-			return nil, err
-		}
-		query += " AND " + seqCol + " < (SELECT seq FROM issues WHERE repo = ? AND id = ?)"
-		args = append(args, repo, id)
+	acond, aargs, err := afterCond(ctx, q, repo, after, seqCol)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, limit)
+	query, args = query+acond, append(append(args, aargs...), limit)
 	var found []string
-	err := store.Each(ctx, q, query+order, args, func(rows *sql.Rows) error {
+	err = store.Each(ctx, q, query+order, args, func(rows *sql.Rows) error {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return err
