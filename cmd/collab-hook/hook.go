@@ -47,10 +47,19 @@ func runHook(ctx context.Context, g globals, name string) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	log, closeLog := journal.Open(root.Dir)
 	defer closeLog()
 	h := hookenv.Decode(os.Getenv)
 	var key string // REPO on every entry once the repository is known
+	defer func() {
+		// A hook that wrote says how long it queued for and held the
+		// writer lock: the serial part of a push.
+		if u := store.LockUseOf(ctx); u.Writes > 0 {
+			attrs := append([]any{"PRINCIPAL", h.Principal, "REPO", key, "OUTCOME", "wrote", "DURATION_MS", time.Since(start).Milliseconds()}, u.Attrs()...)
+			log.Info(name+" lock", attrs...)
+		}
+	}()
 	fail := func(err error) error {
 		l := log
 		if key != "" {

@@ -94,6 +94,7 @@ func Run(ctx context.Context, r *Request) int {
 			_ = json.NewEncoder(r.Stdout).Encode(map[string]string{"error": msg})
 		}
 		attrs = append(attrs, "OUTCOME", "refused", "error", err.Error(), "DURATION_MS", time.Since(start).Milliseconds())
+		attrs = append(attrs, store.LockUseOf(ctx).Attrs()...)
 		log.WarnContext(ctx, "ssh command refused", attrs...)
 		return fault.ExitCode(err)
 	}
@@ -150,6 +151,7 @@ func Run(ctx context.Context, r *Request) int {
 	code := verbs.Run(store.WithPrincipal(ctx, r.Principal), env, words)
 	attrs = append(attrs, env.Notes...)
 	attrs = append(attrs, "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
+	attrs = append(attrs, store.LockUseOf(ctx).Attrs()...)
 	log.InfoContext(ctx, "ssh verb", attrs...)
 	return code
 }

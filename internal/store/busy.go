@@ -76,10 +76,13 @@ func (db *DB) busyTimeout(ctx context.Context) time.Duration {
 	return c.d
 }
 
-// waitBudget is what one request has spent waiting for the writer lock.
+// waitBudget is what one request has spent waiting for the writer lock,
+// and (for its log entry) how long it held the lock over how many writes.
 type waitBudget struct {
-	mu   sync.Mutex
-	used time.Duration
+	mu     sync.Mutex
+	used   time.Duration
+	held   time.Duration
+	writes int
 }
 
 func (b *waitBudget) spent() time.Duration {
@@ -98,6 +101,45 @@ func (b *waitBudget) add(d time.Duration) {
 	b.mu.Lock()
 	b.used += d
 	b.mu.Unlock()
+}
+
+// held adds one write's time holding the writer lock.
+func (b *waitBudget) hold(d time.Duration) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.held += d
+	b.writes++
+	b.mu.Unlock()
+}
+
+// LockUse is what one request did with the writer lock: the serial part
+// of its cost, which bounds how many writes a second the forge takes.
+type LockUse struct {
+	Wait   time.Duration // queued for it (the flock, then SQLite's lock)
+	Held   time.Duration // held it: BEGIN IMMEDIATE to the commit's fsync
+	Writes int           // write transactions
+}
+
+// LockUseOf is the lock use of the request that ctx (WithWaitBudget)
+// carries so far; zero without one.
+func LockUseOf(ctx context.Context) LockUse {
+	b := budgetOf(ctx)
+	if b == nil {
+		return LockUse{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return LockUse{Wait: b.used, Held: b.held, Writes: b.writes}
+}
+
+// Attrs are the journal fields of u (LOCK_WAIT_MS, LOCK_HELD_MS with
+// microseconds, WRITES): the figures bench/capacity reads back, so that a
+// slow request tells queueing from its own work.
+func (u LockUse) Attrs() []any {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return []any{"LOCK_WAIT_MS", ms(u.Wait), "LOCK_HELD_MS", ms(u.Held), "WRITES", u.Writes}
 }
 
 type budgetKey struct{}

@@ -308,3 +308,62 @@ func TestCheckFileVersion(t *testing.T) {
 		}
 	}
 }
+
+// A request's lock use adds up its writes: the time it queued behind
+// another writer (at least as long as that writer kept the lock after
+// this one asked), the time it held the lock, and the count. A failed
+// write that never got the lock adds its wait but no hold.
+func TestLockUseOf(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collab.db")
+	ctx := context.Background()
+	holder, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	db, err := OpenShort(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if u := LockUseOf(ctx); u != (LockUse{}) {
+		t.Fatalf("lock use without a budget: %+v", u)
+	}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	holderDone := make(chan error)
+	go func() {
+		holderDone <- holder.Write(ctx, func(*sql.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	asked := make(chan time.Time, 1)
+	db.granted = func(stage string, _ time.Duration) {
+		if stage == waitQueue {
+			asked <- time.Now()
+		}
+	}
+	req := WithWaitBudget(ctx)
+	done := make(chan error)
+	go func() { done <- db.Write(req, insertEvent(req)) }()
+	t0 := <-asked
+	db.granted = nil
+	blocked := time.Since(t0)
+	close(release)
+	if err := <-holderDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(req, insertEvent(req)); err != nil {
+		t.Fatal(err)
+	}
+	u := LockUseOf(req)
+	if u.Writes != 2 || u.Wait < blocked || u.Held <= 0 {
+		t.Errorf("lock use %+v: want 2 writes, a wait of at least %v, some time held", u, blocked)
+	}
+	a := u.Attrs()
+	if len(a) != 6 || a[0] != "LOCK_WAIT_MS" || a[2] != "LOCK_HELD_MS" || a[4] != "WRITES" || a[5] != 2 {
+		t.Errorf("attrs %v", a)
+	}
+}

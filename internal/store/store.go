@@ -271,8 +271,12 @@ func (db *DB) write(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx
 		b.add(time.Since(start))
 		return err
 	}
-	defer unlock()
-	left -= time.Since(start)
+	got := time.Now()
+	defer func() {
+		unlock()
+		b.hold(time.Since(got))
+	}()
+	left -= got.Sub(start)
 	db.grant(waitLock, left)
 	tx, release, err := db.begin(ctx, left)
 	b.add(time.Since(start))

@@ -143,8 +143,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.fail(rec, r, fmt.Errorf("panic: %v", v))
 			}
 		}
-		s.cfg.Log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.EscapedPath(),
-			"status", rec.status, "principal", principalOf(r), "DURATION_MS", time.Since(start).Milliseconds())
+		attrs := []any{"method", r.Method, "path", r.URL.EscapedPath(),
+			"status", rec.status, "principal", principalOf(r), "DURATION_MS", time.Since(start).Milliseconds()}
+		if u := store.LockUseOf(r.Context()); u.Writes > 0 {
+			attrs = append(attrs, u.Attrs()...)
+		}
+		s.cfg.Log.InfoContext(r.Context(), "request", attrs...)
 	}()
 	// One request, one wait for the writer lock however often it writes.
 	r = r.WithContext(store.WithWaitBudget(r.Context()))
