@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickRun runs every mix briefly against real binaries and reads its
+// own report back: a knee for each mix with operations and no errors, the
+// writer-lock figures read back from the journal fields for the mixes
+// that write, and an agents line.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook and collab-web and runs them under load")
+	}
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := build(ctx, bin); err != nil {
+		t.Fatal(err)
+	}
+	o := quickOptions(options{cores: []int{2}, budget: 10 * time.Minute, mixes: mixNames(), bin: bin, dir: t.TempDir(), duty: defaultDuty})
+	var out strings.Builder
+	if err := run(ctx, o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	r, err := parseReport(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mixNames() {
+		k, ok := r.knees[m+"/2"]
+		switch {
+		case !ok:
+			t.Errorf("no knee for %s", m)
+		case k.rate <= 0 || k.n < 1 || k.errors != 0:
+			t.Errorf("%s: knee %+v", m, k)
+		}
+		writes := m == "lease" || m == "comment" || m == "refsfor" || m == "branch" || m == "api-comment"
+		if writes && k.held <= 0 {
+			t.Errorf("%s writes but its knee shows no time holding the writer lock: %+v", m, k)
+		}
+	}
+	if r.agents[2] <= 0 {
+		t.Errorf("no agents figure for 2 cores")
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
+}
+
+// The agents figure is the hour divided by the forge time an agent-hour
+// takes at each mix's knee.
+func TestAgents(t *testing.T) {
+	knees := []knee{
+		{mix: "lease", cores: 1, level: level{ops: 100, elapsed: time.Second}},  // 100/s
+		{mix: "refsfor", cores: 1, level: level{ops: 10, elapsed: time.Second}}, // 10/s
+		{mix: "lease", cores: 2, level: level{ops: 1, elapsed: time.Second}},
+	}
+	d, err := parseDuty("lease=100,refsfor=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100/100 + 10/10 = 2 s an agent-hour: 1800 agents.
+	line := agents(d, knees, 1)
+	r, err := parseReport("knee mix=lease cores=1 N=1 ops/s=1.0 x errors=0 refused=0 busy=0\n" + line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.agents[1] != 1800 {
+		t.Errorf("agents %q: want n=1800", line)
+	}
+	if line := agents(d, knees, 2); !strings.Contains(line, "n=? (no knee for refsfor)") {
+		t.Errorf("a missing knee gives %q", line)
+	}
+	for _, bad := range []string{"lease", "lease=x", "nosuch=1", "lease=-1"} {
+		if _, err := parseDuty(bad); err == nil {
+			t.Errorf("duty %q accepted", bad)
+		}
+	}
+}
