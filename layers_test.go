@@ -97,6 +97,55 @@ func TestLayerCheckFindsBypasses(t *testing.T) {
 // its calls that touch the database other than through ops.
 func violations(t *testing.T, pkg string) []string {
 	t.Helper()
+	c := typeCheck(t, pkg)
+	var out []string
+	for _, f := range c.files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if fn, call := c.callee(n); fn != nil {
+				if why := bypass(fn); why != "" {
+					out = append(out, fmt.Sprintf("  %s: %s", c.fset.Position(call.Pos()), why))
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// checked is a package's non-test files, type-checked.
+type checked struct {
+	fset  *token.FileSet
+	files []*ast.File
+	info  *types.Info
+}
+
+// callee is the function n calls when n is a call of a named function
+// or method.
+func (c checked) callee(n ast.Node) (*types.Func, *ast.CallExpr) {
+	call, ok := n.(*ast.CallExpr)
+	if !ok {
+		return nil, nil
+	}
+	var id *ast.Ident
+	switch fun := call.Fun.(type) {
+	case *ast.SelectorExpr:
+		id = fun.Sel
+	case *ast.Ident:
+		id = fun
+	default:
+		return nil, nil
+	}
+	fn, ok := c.info.Uses[id].(*types.Func)
+	if !ok || fn.Pkg() == nil {
+		return nil, nil
+	}
+	return fn, call
+}
+
+// typeCheck type-checks pkg's non-test files from the compiler's export
+// data of its dependencies.
+func typeCheck(t *testing.T, pkg string) checked {
+	t.Helper()
 	deps := goList(t, "-deps", "-export", pkg)
 	exports := map[string]string{}
 	var self listed
@@ -126,37 +175,11 @@ func violations(t *testing.T, pkg string) []string {
 		return os.Open(e)
 	}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", lookup)}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Types: map[ast.Expr]types.TypeAndValue{}}
 	if _, err := conf.Check(pkg, fset, files, info); err != nil {
 		t.Fatalf("type-check %s: %v", pkg, err)
 	}
-	var out []string
-	for _, f := range files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			var id *ast.Ident
-			switch fun := call.Fun.(type) {
-			case *ast.SelectorExpr:
-				id = fun.Sel
-			case *ast.Ident:
-				id = fun
-			default:
-				return true
-			}
-			fn, ok := info.Uses[id].(*types.Func)
-			if !ok || fn.Pkg() == nil {
-				return true
-			}
-			if why := bypass(fn); why != "" {
-				out = append(out, fmt.Sprintf("  %s: %s", fset.Position(call.Pos()), why))
-			}
-			return true
-		})
-	}
-	return out
+	return checked{fset: fset, files: files, info: info}
 }
 
 // domain are the packages whose functions that take the database are use

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/events"
@@ -11,6 +10,7 @@ import (
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/repos"
+	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/tokens"
 )
 
@@ -29,7 +29,7 @@ func (s *Service) NewToken(ctx context.Context, who Actor, name string) (tokens.
 		return tokens.Token{}, err
 	}
 	var t tokens.Token
-	err := s.write(ctx, who, func(tx *sql.Tx) error {
+	err := s.write(ctx, who, func(tx store.Tx) error {
 		var err error
 		t, err = tokens.New(ctx, tx, who.Principal, name, s.now())
 		return err
@@ -50,7 +50,7 @@ func (s *Service) RevokeToken(ctx context.Context, who Actor, name string) error
 	if err := anonymousRefused(who); err != nil {
 		return err
 	}
-	return s.write(ctx, who, func(tx *sql.Tx) error {
+	return s.write(ctx, who, func(tx store.Tx) error {
 		return tokens.Revoke(ctx, tx, who.Principal, name)
 	})
 }

@@ -5,7 +5,6 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -71,7 +70,7 @@ func (s *Service) ProtectBranch(ctx context.Context, who Actor, in ProtectBranch
 	if err != nil {
 		return branches.Rule{}, err
 	}
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		r, err = branches.Put(ctx, tx, sc.key, r, who.Principal, s.now())
 		return err
 	})
@@ -94,7 +93,7 @@ func (s *Service) UnprotectBranch(ctx context.Context, who Actor, repo, branch s
 		return branches.Rule{}, err
 	}
 	var r branches.Rule
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		r, err = branches.Delete(ctx, tx, sc.key, branch, who.Principal, s.now())
 		return err
 	})
@@ -197,7 +196,7 @@ func (s *Service) PostCheck(ctx context.Context, who Actor, in PostCheck) (check
 	if err != nil {
 		return checks.Check{}, err
 	}
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		rev, err := s.revision(ctx, tx, t, in.Revision)
 		if err != nil {
 			return err

@@ -2,13 +2,13 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/labels"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // FileIssue is an issue to file.
@@ -24,7 +24,7 @@ func (s *Service) FileIssue(ctx context.Context, who Actor, in FileIssue) (issue
 		return issues.Issue{}, err
 	}
 	var is issues.Issue
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		is, err = issues.New(ctx, tx, sc.key, who.Principal, in.Title, in.Body, s.now())
 		return err
 	})
@@ -75,7 +75,7 @@ func (s *Service) ListIssues(ctx context.Context, who Actor, in ListIssues) (Iss
 		out.Issues, err = issues.ListLabeled(ctx, s.DB.R(), sc.key, in.State, ls, in.Limit, in.After, s.now())
 	} else {
 		// The hits and their rows in one read transaction, so they agree.
-		err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+		err = s.DB.Read(ctx, func(tx store.Tx) error {
 			var err error
 			out.Issues, err = issues.Search(ctx, tx, sc.key, in.State, in.Query, ls, in.Limit, in.After, s.now())
 			return err
@@ -144,7 +144,7 @@ func (s *Service) IssuePage(ctx context.Context, who Actor, in Comments) (IssueP
 		return IssuePage{}, err
 	}
 	var pg IssuePage
-	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Read(ctx, func(tx store.Tx) error {
 		var err error
 		if pg.Detail, err = issues.GetHead(ctx, tx, t.key, t.id, s.now()); err != nil {
 			return err
@@ -201,7 +201,7 @@ func (s *Service) Comment(ctx context.Context, who Actor, in Comment) (issues.Co
 		return issues.Comment{}, err
 	}
 	var c issues.Comment
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		now := s.now()
 		if in.LeaseToken > 0 {
 			if err := leases.Fence(ctx, tx, t.key, t.id, who.Principal, in.LeaseToken, now); err != nil {
@@ -230,7 +230,7 @@ func (s *Service) EditIssue(ctx context.Context, who Actor, in EditIssue) (is is
 	if err != nil {
 		return issues.Issue{}, false, err
 	}
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		is, changed, err = issues.Change(ctx, tx, t.key, t.id, issues.Edit{
 			Principal: who.Principal, Level: t.lvl, State: in.State, Title: in.Title, LeaseToken: in.LeaseToken,
 		}, s.now())

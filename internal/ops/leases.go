@@ -2,13 +2,13 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // Acquire is a claim of an issue's lease.
@@ -42,7 +42,7 @@ func (s *Service) AcquireLease(ctx context.Context, who Actor, in Acquire) (leas
 		}
 	}
 	var l leases.Lease
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		l, err = leases.Acquire(ctx, tx, t.key, t.id, who.Principal, in.TTL, in.Force, s.now())
 		return err
 	})
@@ -77,7 +77,7 @@ func (s *Service) RenewLease(ctx context.Context, who Actor, in Renew) (leases.L
 		return leases.Lease{}, err
 	}
 	var l leases.Lease
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		l, err = leases.Renew(ctx, tx, t.key, t.id, who.Principal, in.TTL, s.now())
 		return err
 	})
@@ -111,7 +111,7 @@ func (s *Service) ReleaseLease(ctx context.Context, who Actor, in Release) (Rele
 		return Released{}, err
 	}
 	var released bool
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		released, err = leases.Release(ctx, tx, t.key, t.id, who.Principal, in.Force, s.now())
 		return err
 	})
@@ -144,7 +144,7 @@ func (s *Service) TitledLeases(ctx context.Context, who Actor, repo string) (str
 		return "", nil, err
 	}
 	var out []TitledLease
-	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Read(ctx, func(tx store.Tx) error {
 		ls, err := leases.List(ctx, tx, sc.key, s.now())
 		if err != nil {
 			return err

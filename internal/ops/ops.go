@@ -13,7 +13,6 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"time"
 
@@ -98,7 +97,7 @@ func (s *Service) note(key string, value any) {
 // user action makes goes through here, whatever the transport, and is
 // counted against who's write rate (store.WithPrincipal names who to the
 // database's write check).
-func (s *Service) write(ctx context.Context, who Actor, fn func(tx *sql.Tx) error) error {
+func (s *Service) write(ctx context.Context, who Actor, fn func(tx store.Tx) error) error {
 	if who.Principal != "" {
 		ctx = store.WithPrincipal(ctx, who.Principal)
 	}
@@ -154,8 +153,7 @@ func (s *Service) target(ctx context.Context, who Actor, ref Ref, need access.Le
 
 // Health checks that the database answers.
 func (s *Service) Health(ctx context.Context) error {
-	var one int
-	return s.DB.R().QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	return s.DB.Ping(ctx)
 }
 
 // listed checks a request for a page of a repository's list: its state

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -78,7 +77,7 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 		return nil, err
 	}
 	var list []patches.Patch
-	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Read(ctx, func(tx store.Tx) error {
 		list, err = patches.List(ctx, tx, sc.key, state, in.Limit, in.After)
 		return err
 	})
@@ -111,7 +110,7 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 	}
 	var out review.Shown
 	var p patches.Patch
-	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Read(ctx, func(tx store.Tx) error {
 		if p, err = patches.Get(ctx, tx, t.key, t.id); err != nil {
 			return err
 		}
@@ -302,7 +301,7 @@ func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, err
 			r.Line = &l
 		}
 	}
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		p, ok, err := patches.Lookup(ctx, tx, t.key, t.id)
 		if err != nil {
 			return err
@@ -353,7 +352,7 @@ func (s *Service) SetPatchState(ctx context.Context, who Actor, ref Ref, state p
 		return PatchChange{}, err
 	}
 	var changed bool
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		changed, err = patches.SetState(ctx, tx, t.key, t.id, state, who.Principal, s.now())
 		return err
 	})
@@ -402,7 +401,7 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 	}
 	var m patches.Merge
 	var recorded bool
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		cur, ok, err := patches.Lookup(ctx, tx, t.key, t.id)
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/forge"
@@ -46,7 +45,7 @@ func (s *Service) RepoHome(ctx context.Context, who Actor, name string) (RepoHom
 		return RepoHome{}, err
 	}
 	h := RepoHome{Code: c}
-	err = s.DB.Read(ctx, func(tx *sql.Tx) error {
+	err = s.DB.Read(ctx, func(tx store.Tx) error {
 		var err error
 		if h.Info, err = repos.Get(ctx, tx, c.Repo); err != nil {
 			return err

@@ -35,6 +35,13 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// Tx is a write or read transaction as Write and Read hand it to their
+// callback. The use-case layer (internal/ops) names it only this way and
+// only passes it on, to domain functions that take a Querier: that and
+// DB's Write, Read, R and Ping are the seam between the use cases and the
+// database engine (docs/scale.md).
+type Tx = *sql.Tx
+
 // DB is an open collab database.
 type DB struct {
 	path string
@@ -224,6 +231,15 @@ func (db *DB) ReadOnly() bool { return db.readOnly }
 // blocks behind a writer (WAL).
 func (db *DB) R() *sql.DB { return db.r }
 
+// Ping checks that the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return db.classify(fmt.Errorf("ping the database: %w", err))
+	}
+	return nil
+}
+
 // Each runs query with args on q and calls fn on every row, stopping at
 // the first error.
 func Each(ctx context.Context, q Querier, query string, args []any, fn func(*sql.Rows) error) error {
@@ -247,7 +263,7 @@ func Each(ctx context.Context, q Querier, query string, args []any, fn func(*sql
 // bounded by the busy_timeout setting, counted once per request (see
 // WithWaitBudget); past it, and on a full disk or a read-only root, the
 // error is a fault.Unavailable that says which, and nothing was written.
-func (db *DB) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (db *DB) Write(ctx context.Context, fn func(tx Tx) error) error {
 	return db.classify(db.write(ctx, db.busyTimeout(ctx), fn))
 }
 
@@ -351,7 +367,7 @@ func (db *DB) begin(ctx context.Context, left time.Duration) (*sql.Tx, func(), e
 
 // Read runs fn in one read transaction, for reads that must agree with each
 // other. Keep it short: a long reader stops the WAL from resetting.
-func (db *DB) Read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (db *DB) Read(ctx context.Context, fn func(tx Tx) error) error {
 	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
