@@ -30,6 +30,7 @@ type level struct {
 	webCPU     time.Duration // collab-web meanwhile
 	lockWait   time.Duration // from the journal fields, all processes
 	lockHeld   time.Duration
+	heldEach   []time.Duration // per write transaction, for its median
 	writes     int
 	logEntries int // entries that carried the lock fields
 	walPeak    int64
@@ -54,7 +55,8 @@ func (l level) where() string {
 	mean := ms(l.mean())
 	wait, held := l.per(l.lockWait), l.per(l.lockHeld)
 	start := min(ms(l.start), mean)
-	return fmt.Sprintf("mean_ms=%.2f start_ms=%.2f wait_ms=%.3f held_ms=%.3f rest_ms=%.2f", mean, start, wait, held, max(mean-start-wait-held, 0))
+	return fmt.Sprintf("mean_ms=%.2f start_ms=%.2f wait_ms=%.3f held_ms=%.3f rest_ms=%.2f held_write_p50_ms=%.3f writes/op=%.2f",
+		mean, start, wait, held, max(mean-start-wait-held, 0), ms(l.heldMedian()), float64(l.writes)/float64(max(l.ops, 1)))
 }
 
 func (l level) rate() float64 {
@@ -64,11 +66,18 @@ func (l level) rate() float64 {
 	return float64(l.ops) / l.elapsed.Seconds()
 }
 
-func (l level) pct(p float64) time.Duration {
-	if len(l.walls) == 0 {
+func (l level) pct(p float64) time.Duration { return pct(l.walls, p) }
+
+// heldMedian is the median time one write held the writer lock: what a
+// write costs the lock when its holder is not made to wait for a core,
+// which the mean (lockHeld) includes.
+func (l level) heldMedian() time.Duration { return pct(l.heldEach, 0.5) }
+
+func pct(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
 		return 0
 	}
-	s := append([]time.Duration(nil), l.walls...)
+	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[int(p*float64(len(s)-1)+0.5)]
 }
@@ -101,11 +110,11 @@ func (l level) cpuUtil() float64 {
 	return float64(l.cpu+l.webCPU) / float64(l.elapsed*time.Duration(l.cores))
 }
 
-const header = "mix            N    ops/s   p50 ms   p99 ms  wait ms  held ms   cpu ms  lock%   cpu%  WAL KiB  refused  busy  errors"
+const header = "mix            N    ops/s   p50 ms   p99 ms  wait ms  held ms  held/w p50   cpu ms  lock%   cpu%  WAL KiB  refused  busy  errors"
 
 func (l level) row(name string) string {
-	return fmt.Sprintf("%-12s %3d %8.1f %8.2f %8.2f %8.3f %8.3f %8.2f %5.0f%% %5.0f%% %8d %8d %5d %7d",
-		name, l.n, l.rate(), ms(l.pct(0.5)), ms(l.pct(0.99)), l.per(l.lockWait), l.per(l.lockHeld),
+	return fmt.Sprintf("%-12s %3d %8.1f %8.2f %8.2f %8.3f %8.3f %11.3f %8.2f %5.0f%% %5.0f%% %8d %8d %5d %7d",
+		name, l.n, l.rate(), ms(l.pct(0.5)), ms(l.pct(0.99)), l.per(l.lockWait), l.per(l.lockHeld), ms(l.heldMedian()),
 		l.per(l.cpu+l.webCPU), 100*l.lockUtil(), 100*l.cpuUtil(), l.walPeak>>10, l.refused, l.busy, l.failed)
 }
 
@@ -193,6 +202,12 @@ func (l *level) readLocks(path string, offset int64) error {
 		l.lockWait += time.Duration(*e.Wait * float64(time.Millisecond))
 		l.lockHeld += time.Duration(*e.Held * float64(time.Millisecond))
 		l.writes += e.Writes
+		if e.Writes > 0 {
+			d := time.Duration(*e.Held * float64(time.Millisecond) / float64(e.Writes))
+			for range e.Writes {
+				l.heldEach = append(l.heldEach, d)
+			}
+		}
 	}
 	return sc.Err()
 }
@@ -202,13 +217,15 @@ type knee struct {
 	mix   string
 	cores int
 	level level
+	one   level // N = 1: the lock's hold time without contention
+	load  string // the load average when the mix started
 }
 
 func (k knee) line() string {
 	l := k.level
-	return fmt.Sprintf("knee mix=%s cores=%d N=%d ops/s=%.1f p50_ms=%.2f p99_ms=%.2f %s cpu_ms=%.2f lock_util=%.2f cpu_util=%.2f wal_kib=%d errors=%d refused=%d busy=%d",
+	return fmt.Sprintf("knee mix=%s cores=%d N=%d ops/s=%.1f p50_ms=%.2f p99_ms=%.2f %s cpu_ms=%.2f lock_util=%.2f cpu_util=%.2f wal_kib=%d load=%s errors=%d refused=%d busy=%d",
 		k.mix, k.cores, l.n, l.rate(), ms(l.pct(0.5)), ms(l.pct(0.99)), l.where(),
-		l.per(l.cpu+l.webCPU), l.lockUtil(), l.cpuUtil(), l.walPeak>>10, l.failed, l.refused, l.busy)
+		l.per(l.cpu+l.webCPU), l.lockUtil(), l.cpuUtil(), l.walPeak>>10, k.load, l.failed, l.refused, l.busy)
 }
 
 // duty is an agent's hour: how many operations of each mix it makes.
@@ -249,8 +266,13 @@ func parseDuty(s string) (duty, error) {
 // agents says how many agents of duty d one forge on cores serves: each
 // operation of a mix takes 1/throughput of the saturated forge's time at
 // its knee, so an agent-hour costs sum(count/throughput) seconds of it.
+// Two bounds follow from figures that move less with the machine's other
+// load: the CPU an agent-hour takes (operations' CPU at the knee) against
+// the cores' hour, and the time it holds the writer lock (writes per
+// operation times the median hold of a write, at N = 1) against the
+// lock's hour.
 func agents(d duty, knees []knee, cores int) string {
-	var secs float64
+	var secs, cpu, held float64
 	var parts []string
 	for _, e := range d {
 		var k *knee
@@ -264,13 +286,21 @@ func agents(d duty, knees []knee, cores int) string {
 		}
 		s := e.count / k.level.rate()
 		secs += s
+		cpu += e.count * k.level.per(k.level.cpu+k.level.webCPU) / 1000
+		held += e.count * float64(k.one.writes) / float64(max(k.one.ops, 1)) * ms(k.one.heldMedian()) / 1000
 		parts = append(parts, fmt.Sprintf("%s %.3f s", e.mix, s))
 	}
 	if secs == 0 {
 		return fmt.Sprintf("agents cores=%d n=? (empty duty)", cores)
 	}
-	return fmt.Sprintf("agents cores=%d n=%.0f duty=%s (forge seconds per agent-hour %.3f: %s)",
-		cores, 3600/secs, d, secs, strings.Join(parts, ", "))
+	bound := func(num, den float64) string {
+		if den <= 0 {
+			return "?"
+		}
+		return fmt.Sprintf("%.0f", num/den)
+	}
+	return fmt.Sprintf("agents cores=%d n=%.0f cpu_bound=%s lock_bound=%s duty=%s (forge seconds per agent-hour %.3f: %s; CPU %.3f s, writer lock %.3f s)",
+		cores, 3600/secs, bound(float64(cores)*3600, cpu), bound(3600, held), d, secs, strings.Join(parts, ", "), cpu, held)
 }
 
 var (

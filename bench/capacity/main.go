@@ -38,7 +38,7 @@
 // says what was cut). -quick is a short run for the test that proves the
 // program works and that its report parses.
 //
-//	go run ./bench/capacity [-cores 2,1] [-step 4s] [-max 64] [-budget 9m] [-mixes noop,lease,…] [-quick]
+//	go run ./bench/capacity [-cores 2,1] [-step 3s] [-max 32] [-budget 7m] [-mixes noop,lease,…] [-quick]
 package main
 
 import (
@@ -69,9 +69,9 @@ func main() {
 	var o options
 	cores := flag.String("cores", "2,1", "core counts to run the forge on, in turn (taskset -c 0..k-1)")
 	mixes := flag.String("mixes", strings.Join(mixNames(), ","), "mixes to run")
-	flag.DurationVar(&o.step, "step", 4*time.Second, "how long each level of N clients runs")
-	flag.IntVar(&o.max, "max", 64, "most concurrent clients")
-	flag.DurationVar(&o.budget, "budget", 9*time.Minute, "start no new level after this much time")
+	flag.DurationVar(&o.step, "step", 3*time.Second, "how long each level of N clients runs")
+	flag.IntVar(&o.max, "max", 32, "most concurrent clients")
+	flag.DurationVar(&o.budget, "budget", 7*time.Minute, "start no new level after this much time")
 	flag.StringVar(&o.bin, "bin", "", "directory with collab-hook and collab-web (default: build them)")
 	flag.StringVar(&o.dir, "dir", "", "where the work directory goes (default: bench/out, on the disk being measured)")
 	dutyFlag := flag.String("duty", defaultDuty.String(), "an agent's hour: MIX=COUNT,… (ops of each mix per agent-hour)")
@@ -156,16 +156,22 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer f.close()
 	fmt.Fprintf(out, "capacity: %d-core machine (%s); levels of %s, N = 1, 2, 4, … up to %d; load before: %s\n",
 		numCPU(), strings.TrimSpace(firstLine("/proc/cpuinfo", "model name")), o.step, o.max, loadavg())
+	fmt.Fprintln(out, "\nEach mix on each core count in turn, so that the machine's other load is much the same for both;")
+	fmt.Fprintln(out, "wait/held: writer-lock wait and hold per operation (mean); held/w p50: the median hold of one write;")
+	fmt.Fprintln(out, "cpu: user+sys per operation of its process tree (pushes: with the pushing git) and of collab-web.")
 	var knees []knee
-	for _, cores := range o.cores {
-		if err := f.startWeb(ctx, cores); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "\n== forge on %d core(s): taskset -c %s, GOMAXPROCS=%d\n", cores, cpuList(cores), cores)
-		fmt.Fprintln(out, header)
-		for _, name := range o.mixes {
-			m := mixByName(name)
+	for _, name := range o.mixes {
+		m := mixByName(name)
+		for _, cores := range o.cores {
+			// collab-web runs throughout, as deployed (it holds the
+			// database open, sweeps and checkpoints), on the same cores.
+			if err := f.startWeb(ctx, cores); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\n== %s (%s) on %d core(s): taskset -c %s, GOMAXPROCS=%d; load %s\n", name, m.what, cores, cpuList(cores), cores, loadavg())
+			fmt.Fprintln(out, header)
 			k, cut, err := runMix(ctx, f, m, cores, o, deadline, out)
+			f.stopWeb()
 			if err != nil {
 				return fmt.Errorf("%s on %d cores: %w", name, cores, err)
 			}
@@ -174,7 +180,6 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}
 			knees = append(knees, k)
 		}
-		f.stopWeb()
 	}
 	fmt.Fprintln(out)
 	for _, k := range knees {
@@ -191,11 +196,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 // runMix raises N until throughput stops rising and returns the knee;
 // cut says the budget ran out first.
 func runMix(ctx context.Context, f *forge, m *mix, cores int, o options, deadline time.Time, out io.Writer) (knee, bool, error) {
-	var best level
+	var best, one level
 	flat := 0
+	load := strings.ReplaceAll(loadavg(), " ", "/")
 	for n := 1; n <= o.max; n *= 2 {
 		if time.Now().After(deadline) {
-			return knee{mix: m.name, cores: cores, level: best}, true, nil
+			return knee{mix: m.name, cores: cores, level: best, one: one, load: load}, true, nil
 		}
 		if err := f.ready(ctx, m, n); err != nil {
 			return knee{}, false, err
@@ -209,8 +215,11 @@ func runMix(ctx context.Context, f *forge, m *mix, cores int, o options, deadlin
 		if l.failed > 0 {
 			return knee{}, false, fmt.Errorf("%d errors at N=%d, first: %s", l.failed, n, l.firstErr)
 		}
-		if n == 1 && m.name == "noop" {
-			f.floor[cores] = l.mean()
+		if n == 1 {
+			one = l
+			if m.name == "noop" {
+				f.floor[cores] = l.mean()
+			}
 		}
 		// Two levels in a row without 10% over the best: one level can
 		// be unlucky on a shared machine.
@@ -228,7 +237,7 @@ func runMix(ctx context.Context, f *forge, m *mix, cores int, o options, deadlin
 			best = l
 		}
 	}
-	return knee{mix: m.name, cores: cores, level: best}, false, nil
+	return knee{mix: m.name, cores: cores, level: best, one: one, load: load}, false, nil
 }
 
 // build compiles both binaries as make build does: static, without

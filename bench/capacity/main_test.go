@@ -55,8 +55,12 @@ func TestQuickRun(t *testing.T) {
 // takes at each mix's knee.
 func TestAgents(t *testing.T) {
 	knees := []knee{
-		{mix: "lease", cores: 1, level: level{ops: 100, elapsed: time.Second}},  // 100/s
-		{mix: "refsfor", cores: 1, level: level{ops: 10, elapsed: time.Second}}, // 10/s
+		// 100/s, 10 ms of CPU each; one write holding the lock 2 ms (median)
+		{mix: "lease", cores: 1, level: level{ops: 100, elapsed: time.Second, cpu: time.Second},
+			one: level{ops: 10, writes: 10, heldEach: []time.Duration{time.Millisecond, 2 * time.Millisecond, 9 * time.Millisecond}}},
+		// 10/s, 40 ms of CPU each; two writes of 5 ms holding the lock alone
+		{mix: "refsfor", cores: 1, level: level{ops: 10, elapsed: time.Second, cpu: 300 * time.Millisecond, webCPU: 100 * time.Millisecond},
+			one: level{ops: 10, writes: 20, heldEach: []time.Duration{5 * time.Millisecond}}},
 		{mix: "lease", cores: 2, level: level{ops: 1, elapsed: time.Second}},
 	}
 	d, err := parseDuty("lease=100,refsfor=10")
@@ -71,6 +75,11 @@ func TestAgents(t *testing.T) {
 	}
 	if r.agents[1] != 1800 {
 		t.Errorf("agents %q: want n=1800", line)
+	}
+	// CPU: 100×10 ms + 10×40 ms = 1.4 s of one core's hour; the lock:
+	// 100×2 ms + 10×10 ms = 0.3 s of its hour.
+	if !strings.Contains(line, " cpu_bound=2571 lock_bound=12000 ") {
+		t.Errorf("agents %q: want cpu_bound=2571 lock_bound=12000", line)
 	}
 	if line := agents(d, knees, 2); !strings.Contains(line, "n=? (no knee for refsfor)") {
 		t.Errorf("a missing knee gives %q", line)
