@@ -217,7 +217,7 @@ type knee struct {
 	mix   string
 	cores int
 	level level
-	one   level // N = 1: the lock's hold time without contention
+	one   level  // N = 1: the lock's hold time without contention
 	load  string // the load average when the mix started
 }
 

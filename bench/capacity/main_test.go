@@ -1,32 +1,43 @@
 package main
 
 import (
-	"context"
-	"path/filepath"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestQuickRun runs every mix briefly against real binaries and reads its
-// own report back: a knee for each mix with operations and no errors, the
-// writer-lock figures read back from the journal fields for the mixes
-// that write, and an agents line.
-func TestQuickRun(t *testing.T) {
+// TestScaleDocQuickRun runs the command docs/scale.md shows, as written,
+// from the repository's top (every mix briefly, against binaries it
+// builds), and reads its report back: a knee for each mix with operations
+// and no errors, the writer-lock figures read back from the journal fields
+// for the mixes that write, and an agents line.
+func TestScaleDocQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds collab-hook and collab-web and runs them under load")
 	}
-	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "bin")
-	if err := build(ctx, bin); err != nil {
+	doc, err := os.ReadFile("../../docs/scale.md")
+	if err != nil {
 		t.Fatal(err)
 	}
-	o := quickOptions(options{cores: []int{2}, budget: 10 * time.Minute, mixes: mixNames(), bin: bin, dir: t.TempDir(), duty: defaultDuty})
-	var out strings.Builder
-	if err := run(ctx, o, &out); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
+	_, after, ok := strings.Cut(string(doc), "```sh\n")
+	if !ok {
+		t.Fatal("docs/scale.md shows no sh block")
 	}
-	r, err := parseReport(out.String())
+	block, _, _ := strings.Cut(after, "```")
+	if !strings.Contains(block, "go run ./bench/capacity -quick") {
+		t.Fatalf("docs/scale.md's block is not the quick run:\n%s", block)
+	}
+	cmd := exec.Command("sh", "-c", block)
+	cmd.Dir = "../.."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s\n%s", block, err, out, stderr.String())
+	}
+	r, err := parseReport(string(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +58,7 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("no agents figure for 2 cores")
 	}
 	if t.Failed() {
-		t.Log(out.String())
+		t.Log(string(out))
 	}
 }
 
