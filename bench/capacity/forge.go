@@ -66,13 +66,14 @@ func (f *forge) startOf(m *mix, cores int) time.Duration {
 	return f.floor[cores]
 }
 
-// setup makes a root with repository bench (one commit on main) and
-// collab-web's settings; clients come later, as levels need them.
-func setup(ctx context.Context, work, bin string, max int) (*forge, error) {
+// setup makes a root with repository bench (one commit on main) and the
+// settings a load test needs, for at most most clients at once; the
+// clients themselves come later, as levels need them.
+func setup(ctx context.Context, work, bin string, most int) (*forge, error) {
 	f := &forge{
 		work: work, bin: bin, root: filepath.Join(work, "root"), home: filepath.Join(work, "home"),
 		prepared: map[string]int{}, floor: map[int]time.Duration{}, http: &http.Client{Timeout: 2 * time.Minute,
-			Transport: &http.Transport{MaxIdleConnsPerHost: max}},
+			Transport: &http.Transport{MaxIdleConnsPerHost: most}},
 	}
 	if err := os.MkdirAll(f.home, 0o755); err != nil {
 		return nil, err
