@@ -2,13 +2,13 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/labels"
 	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // LabelIssue is a change of an issue's labels: Add and Remove (`issue
@@ -47,7 +47,7 @@ func (s *Service) LabelIssue(ctx context.Context, who Actor, in LabelIssue) (iss
 		return issues.Labeled{}, err
 	}
 	var ev issues.Labeled
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		now := s.now()
 		if in.LeaseToken > 0 {
 			if err := leases.Fence(ctx, tx, t.key, t.id, who.Principal, in.LeaseToken, now); err != nil {

@@ -2,12 +2,12 @@ package ops
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/labels"
 	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // AcquireNext is a claim from a repository's work queue.
@@ -44,7 +44,7 @@ func (s *Service) AcquireNext(ctx context.Context, who Actor, in AcquireNext) (l
 		return leases.Lease{}, leases.NothingToClaim(sc.key, ls)
 	}
 	var l leases.Lease
-	err = s.write(ctx, who, func(tx *sql.Tx) error {
+	err = s.write(ctx, who, func(tx store.Tx) error {
 		l, err = leases.AcquireNext(ctx, tx, sc.key, who.Principal, ls, in.TTL, s.now())
 		return err
 	})
