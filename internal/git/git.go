@@ -198,6 +198,25 @@ func (r Repo) ResolveRef(ctx context.Context, ref string) (oid string, ok bool, 
 	return strings.TrimSpace(string(out)), true, nil
 }
 
+// SymbolicRef returns the ref that ref, a full ref name, finally points
+// to when it is a symbolic ref (even one whose target does not exist yet),
+// or ok=false when it is an ordinary ref or none. receive-pack updates and
+// deletes a symref's target under the symref's own name, so whoever
+// decides about a ref by its name must ask this first.
+func (r Repo) SymbolicRef(ctx context.Context, ref string) (target string, ok bool, err error) {
+	if !IsFullRef(ref) {
+		return "", false, fmt.Errorf("symbolic-ref %q: not a full ref name", ref)
+	}
+	out, err := r.Run(ctx, nil, "symbolic-ref", "--quiet", ref)
+	if ExitCode(err) == 1 {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return strings.TrimSpace(string(out)), true, nil
+}
+
 // MergeBase returns the best common ancestor of a and b (object ids), or
 // ok=false when they share no history.
 func (r Repo) MergeBase(ctx context.Context, a, b string) (base string, ok bool, err error) {

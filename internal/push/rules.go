@@ -37,7 +37,20 @@ func enforceRules(ctx context.Context, e *Env, updates []Update) error {
 	}
 	admin := -1 // unknown until a rule needs it
 	for _, u := range updates {
-		b, ok := strings.CutPrefix(u.Ref, HeadsPrefix)
+		if !strings.HasPrefix(u.Ref, HeadsPrefix) {
+			continue
+		}
+		// A symbolic ref among the branches (an operator's alias, say
+		// master for main) is updated and deleted through: the rule of
+		// the branch it names decides. git hands the hook the alias's
+		// name with its target's old value.
+		ref := u.Ref
+		if target, sym, err := e.Git.SymbolicRef(ctx, u.Ref); err != nil {
+			return err
+		} else if sym {
+			ref = target
+		}
+		b, ok := strings.CutPrefix(ref, HeadsPrefix)
 		if !ok {
 			continue
 		}

@@ -59,6 +59,10 @@ func TestPreReceiveRules(t *testing.T) {
 	}
 	protect("main", branches.DirectNone)
 	protect("release", branches.DirectNone) // waits for the branch
+	// An operator's aliases: trunk for main, rc for the release branch
+	// that does not exist yet (a dangling symref).
+	f.git("--git-dir", f.bare, "symbolic-ref", "refs/heads/trunk", "refs/heads/main")
+	f.git("--git-dir", f.bare, "symbolic-ref", "refs/heads/rc", "refs/heads/release")
 	for _, tc := range []struct {
 		name string
 		who  string
@@ -77,6 +81,10 @@ func TestPreReceiveRules(t *testing.T) {
 		{"refs/for", "wendy", []Update{forRef}, true},
 		{"mixed push refused whole", "wendy", []Update{{Old: git.ZeroOID, New: next, Ref: "refs/heads/topic"}, ff}, false},
 		{"another branch", "wendy", []Update{{Old: git.ZeroOID, New: next, Ref: "refs/heads/topic"}}, true},
+		{"writer ff through an alias", "wendy", []Update{{Old: main, New: next, Ref: "refs/heads/trunk"}}, false},
+		{"admin delete through an alias", "adam", []Update{{Old: main, New: git.ZeroOID, Ref: "refs/heads/trunk"}}, false},
+		{"writer creates through a dangling alias", "wendy", []Update{{Old: git.ZeroOID, New: next, Ref: "refs/heads/rc"}}, false},
+		{"admin creates through a dangling alias", "adam", []Update{{Old: git.ZeroOID, New: next, Ref: "refs/heads/rc"}}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := try(tc.who, tc.u...)
