@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
@@ -111,6 +112,9 @@ func (g *Gate) input(p patches.Patch, st Status, tip, submitter string) Input {
 // mergeable builds p's result in a scratch object store to see whether
 // the strategy applies.
 func (g *Gate) mergeable(ctx context.Context, repo git.Repo, p patches.Patch, st Status) Requirement {
+	if m, bad := aliasBase(ctx, repo, p.Base); bad {
+		return m
+	}
 	tip, ok, err := repo.ResolveRef(ctx, "refs/heads/"+p.Base)
 	switch {
 	case err != nil:
@@ -133,6 +137,22 @@ func (g *Gate) mergeable(ctx context.Context, repo git.Repo, p patches.Patch, st
 		return Requirement{Name: ReqMergeable, Detail: "could not be checked"}
 	}
 	return Requirement{Name: ReqMergeable, OK: true, Detail: st.Strategy + " applies onto " + tip[:12]}
+}
+
+// aliasBase refuses a base branch that is a symbolic ref (an operator's
+// alias, say master for main): moving it would move the branch it names
+// without that branch's rule. bad is false when base is an ordinary
+// branch or none.
+func aliasBase(ctx context.Context, repo git.Repo, base string) (m Requirement, bad bool) {
+	target, sym, err := repo.SymbolicRef(ctx, "refs/heads/"+base)
+	switch {
+	case err != nil:
+		return Requirement{Name: ReqMergeable, Detail: "could not be checked"}, true
+	case !sym:
+		return Requirement{}, false
+	}
+	to := strings.TrimPrefix(target, "refs/heads/")
+	return Requirement{Name: ReqMergeable, Detail: fmt.Sprintf("branch %s is an alias of %s: push the patch to refs/for/%s", base, to, to)}, true
 }
 
 // Status is p's submit status with strategy asked ("" for the rule's),
@@ -229,9 +249,12 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 		}
 		var res Result
 		var m Requirement
+		alias, isAlias := aliasBase(ctx, repo, p.Base)
 		switch {
 		case p.State != patches.Open:
 			m = Requirement{Name: ReqMergeable, Detail: "the patch is " + string(p.State)}
+		case isAlias:
+			m = alias
 		case others || !hasTip || len(p.Revisions) == 0:
 			m = g.mergeable(ctx, repo, p, st)
 		default:

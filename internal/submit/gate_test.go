@@ -365,3 +365,32 @@ func TestSubmitCrashRepaired(t *testing.T) {
 		})
 	}
 }
+
+// A patch whose base branch is an operator's alias (a symbolic ref to
+// the protected main) is not mergeable: moving the alias would move main
+// without main's rule.
+func TestSubmitIntoAlias(t *testing.T) {
+	f := newGateForge(t)
+	f.do(func(tx *sql.Tx) error {
+		_, err := branches.Put(f.ctx, tx, "demo.git", branches.Default("main"), "adm", f.now)
+		return err
+	})
+	f.git("--git-dir="+f.bare.Dir, "symbolic-ref", "refs/heads/trunk", "refs/heads/main")
+	id := f.patch(1, "b.txt")
+	f.do(func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(f.ctx, "UPDATE patches SET base = 'trunk' WHERE id = ?", id)
+		return err
+	})
+	before := f.main()
+	_, err := f.gate.Submit(f.ctx, "demo.git", id, "", "bob")
+	if fault.KindOf(err) != fault.Conflict || !strings.Contains(fault.Public(err), "mergeable (branch trunk is an alias of main: push the patch to refs/for/main)") {
+		t.Fatalf("submit into an alias: %v", err)
+	}
+	st, err := f.gate.Status(f.ctx, f.db.R(), mustGet(t, f, id), "")
+	if err != nil || st.Submittable {
+		t.Fatalf("status of a patch into an alias: %+v %v", st, err)
+	}
+	if f.main() != before || f.merge(id) != "open" {
+		t.Fatal("a submit into an alias moved main or recorded something")
+	}
+}
