@@ -41,7 +41,7 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request) error {
 	in := ops.Submit{Patch: ref}
 	if b.Strategy != nil {
 		if *b.Strategy == "" {
-			return fault.New(fault.Usage, `bad strategy "": want merge, ff-only, rebase or squash`)
+			return fault.New(fault.Usage, `bad strategy "": want merge, ff-only, rebase, squash`)
 		}
 		in.Strategy = *b.Strategy
 	}
