@@ -35,6 +35,10 @@ type Gate struct {
 	Log  *slog.Logger
 	// PatchURL gives a patch's page for Reviewed-on: ("" leaves it out).
 	PatchURL func(repo, id string) string
+	// BeforeMove, when set, runs after a result was built and just before
+	// the compare-and-swap: tests move the branch there to make the race
+	// a submit must survive happen every time.
+	BeforeMove func(attempt int)
 	// AfterMove, when set, runs after the branch moved and before the
 	// merge is recorded: tests stop the process there to check that the
 	// merge scan repairs the record.
@@ -278,6 +282,9 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 			return Submitted{}, err
 		} else if !again {
 			continue
+		}
+		if g.BeforeMove != nil {
+			g.BeforeMove(attempt)
 		}
 		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, res.Commit, tip, push.SubmitReflog(st.Strategy, p.ID))
 		if errors.Is(err, git.ErrMoved) {
