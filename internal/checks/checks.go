@@ -90,10 +90,15 @@ func Validate(c Check) error {
 	if strings.ContainsAny(c.URL, " \n\r\t\x00") {
 		return fault.New(fault.Usage, "bad check url %q: no spaces or control characters", text.Clip(c.URL))
 	}
+	if err := text.Check("check url", c.URL, MaxURL); err != nil {
+		return err
+	}
 	if len(c.Summary) > MaxSummary {
 		return fault.New(fault.Usage, "check summary too long: at most %d bytes", MaxSummary)
 	}
-	return nil
+	// Like every other text a user writes: what JSON and the pages show
+	// is what was stored.
+	return text.Check("check summary", c.Summary, MaxSummary)
 }
 
 // Post records c (validated) as the latest state of its name on revision

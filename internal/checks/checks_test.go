@@ -33,6 +33,10 @@ func TestValidate(t *testing.T) {
 		{Check{Name: "ci", State: Success, URL: "javascript:alert(1)"}, "bad check url"},
 		{Check{Name: "ci", State: Success, URL: "https://a b"}, "bad check url"},
 		{Check{Name: "ci", State: Success, Summary: strings.Repeat("x", MaxSummary+1)}, "too long"},
+		{Check{Name: "ci", State: Success, Summary: "bad \xff byte"}, "not valid UTF-8"},
+		{Check{Name: "ci", State: Success, URL: "https://ci.example/\xff"}, "not valid UTF-8"},
+		{Check{Name: "ci", State: Success, Summary: "nul \x00 byte"}, "NUL byte"},
+		{Check{Name: "ci", State: Success, Summary: "2 failed:\n  TestA\n  TestB"}, ""},
 	} {
 		err := Validate(tc.c)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || fault.ExitCode(err) != 2) {
