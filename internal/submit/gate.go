@@ -277,16 +277,27 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 			return Submitted{Status: st}, fault.New(fault.Conflict, "%s", Refusal(p.ID, st.Unmet())).With("requirements", st.Requirements)
 		}
 		// What was decided must still hold when the branch moves: a new
-		// revision, review or check meanwhile means deciding again.
-		if again, err := g.stillSubmittable(ctx, p, asked); err != nil {
-			return Submitted{}, err
-		} else if !again {
+		// revision, review or check meanwhile means deciding again. The
+		// refs lock, which a push holds while it records a revision, keeps
+		// a new revision out until the branch has moved (it is released
+		// before the record, whose merge scan takes it again).
+		unlock, err := push.LockRefs(ctx, repo.Dir)
+		if err != nil {
+			return Submitted{}, fault.Wrap(err, "submit failed: cannot lock the patch refs")
+		}
+		again, err := g.stillSubmittable(ctx, p, asked)
+		if err != nil || !again {
+			unlock()
+			if err != nil {
+				return Submitted{}, err
+			}
 			continue
 		}
 		if g.BeforeMove != nil {
 			g.BeforeMove(attempt)
 		}
 		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, res.Commit, tip, push.SubmitReflog(st.Strategy, p.ID))
+		unlock()
 		if errors.Is(err, git.ErrMoved) {
 			g.log().Info("submit", "REPO", repoKey, "PATCH", id, "PRINCIPAL", submitter, "OUTCOME", "retry", "attempt", attempt)
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/flock"
 	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/fsck"
 	"github.com/collab-forge/collab/internal/git"
@@ -397,42 +398,14 @@ func TestSubmitIntoAlias(t *testing.T) {
 
 // A submit whose branch moved between its build and its compare-and-swap
 // builds again on the new tip and lands on top of it; one that loses
-// every time gives up with a conflict and moves nothing of its own.
+// every time gives up with a conflict and moves nothing of its own. No
+// push records a revision while the submit moves the branch (it holds the
+// refs lock).
 func TestSubmitRetriesWhenTheBranchMoved(t *testing.T) {
 	f := newGateForge(t)
 	id := f.patch(1, "b.txt")
-	other := f.patch(2, "c.txt")
-	var moved string
-	f.gate.BeforeMove = func(attempt int) {
-		if attempt == 1 {
-			// Another submit wins the race.
-			g := *f.gate
-			g.BeforeMove = nil
-			res, err := g.Submit(f.ctx, "demo.git", other, branches.Merge, "rob")
-			if err != nil {
-				t.Errorf("the other submit: %v", err)
-			}
-			moved = res.Commit
-		}
-	}
-	res, err := f.gate.Submit(f.ctx, "demo.git", id, branches.Rebase, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Attempts != 2 || moved == "" {
-		t.Fatalf("attempts %d, other %q", res.Attempts, moved)
-	}
-	if parent := f.git("--git-dir="+f.bare.Dir, "rev-parse", res.Commit+"^"); parent != moved || f.main() != res.Commit {
-		t.Fatalf("rebased onto %s, want %s; main %s", parent, moved, f.main())
-	}
-	if f.merge(id) != "merged main by bob rebase submitted=true" || f.merge(other) != "merged main by rob merge submitted=true" {
-		t.Fatalf("records: %s / %s", f.merge(id), f.merge(other))
-	}
-
-	// Losing every attempt: exit 3, and main is where the others put it.
-	third := f.patch(3, "d.txt")
-	var last string
-	f.gate.BeforeMove = func(int) {
+	// pushed moves main by a commit of someone else's, as a push would.
+	pushed := func() string {
 		f.git("fetch", "-q", f.bare.Dir, "main")
 		f.git("checkout", "-q", "-B", "main", "FETCH_HEAD")
 		f.git("commit", "-q", "--allow-empty", "-m", "someone else")
@@ -441,8 +414,42 @@ func TestSubmitRetriesWhenTheBranchMoved(t *testing.T) {
 		if err := f.bare.CompareAndSwap(f.ctx, "refs/heads/main", next, f.main(), "push"); err != nil {
 			t.Errorf("move main: %v", err)
 		}
-		last = next
+		return next
 	}
+	lockHeld := func() {
+		if unlock, free, err := flock.TryLock(filepath.Join(f.bare.Dir, push.LockName), 0o640); err != nil || free {
+			if free {
+				unlock()
+			}
+			t.Errorf("the refs lock is not held at the compare-and-swap (%v)", err)
+		}
+	}
+	var moved string
+	f.gate.BeforeMove = func(attempt int) {
+		lockHeld()
+		if attempt == 1 {
+			moved = pushed()
+		}
+	}
+	res, err := f.gate.Submit(f.ctx, "demo.git", id, branches.Rebase, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || moved == "" {
+		t.Fatalf("attempts %d, moved %q", res.Attempts, moved)
+	}
+	if parent := f.git("--git-dir="+f.bare.Dir, "rev-parse", res.Commit+"^"); parent != moved || f.main() != res.Commit {
+		t.Fatalf("rebased onto %s, want %s; main %s", parent, moved, f.main())
+	}
+	if f.merge(id) != "merged main by bob rebase submitted=true" {
+		t.Fatalf("record: %s", f.merge(id))
+	}
+
+	// Losing every attempt: exit 3, and main is where the others put it.
+	f.git("checkout", "-q", "main")
+	third := f.patch(3, "d.txt")
+	var last string
+	f.gate.BeforeMove = func(int) { lockHeld(); last = pushed() }
 	if _, err := f.gate.Submit(f.ctx, "demo.git", third, branches.Merge, "bob"); fault.ExitCode(err) != 3 || !strings.Contains(fault.Public(err), "kept moving") {
 		t.Fatalf("a submit losing every race: %v", err)
 	}
