@@ -187,8 +187,8 @@ func TestSubmitCrash(t *testing.T) {
 			}
 			switch repair {
 			case "next push":
-				pushOther := pushPatch(t, f, dir, 2, "b.txt", "b\n")
-				_ = pushOther
+				// Another patch's commit, pushed straight to main.
+				pushPatch(t, f, dir, 2, "b.txt", "b\n")
 				f.run(dir, "git", "push", "-q", "origin", "HEAD:refs/heads/main")
 			case "sweep":
 				f.startWeb()
