@@ -311,17 +311,20 @@ func (r Repo) Refs(ctx context.Context, prefixes ...string) (map[string]string, 
 type Commit struct {
 	OID     string
 	Parents []string
-	// Patch and Fixes are the values of the Patch: and Fixes: trailers of
-	// the message's last paragraph (git interpret-trailers' rules).
-	Patch []string
-	Fixes []string
+	// Patch, Fixes and ChangeID are the values of the Patch:, Fixes: and
+	// (Gerrit's) Change-Id: trailers of the message's last paragraph (git
+	// interpret-trailers' rules).
+	Patch    []string
+	Fixes    []string
+	ChangeID []string
 	// Message is the raw message (re-encoded to UTF-8 when the commit
 	// declares another encoding); only filled by Commits.
 	Message []byte
 }
 
 const (
-	trailerFmt = "%(trailers:key=Patch,valueonly,unfold,separator=%x1f)%x00%(trailers:key=Fixes,valueonly,unfold,separator=%x1f)"
+	trailerFmt = "%(trailers:key=Patch,valueonly,unfold,separator=%x1f)%x00%(trailers:key=Fixes,valueonly,unfold,separator=%x1f)" +
+		"%x00%(trailers:key=Change-Id,valueonly,unfold,separator=%x1f)"
 	scanFmt    = "--format=%H%x00%P%x00" + trailerFmt
 	fullFmt    = scanFmt + "%x00%B"
 )
@@ -579,8 +582,9 @@ func (r Repo) Walk(ctx context.Context, revs []string, fn func(Commit) error) er
 	return nil
 }
 
-// parse reads NUL-terminated fields: OID, parents, Patch trailers, Fixes
-// trailers and, when full, the message (the NUL of -z ends the last one).
+// parse reads NUL-terminated fields: OID, parents, Patch, Fixes and
+// Change-Id trailers and, when full, the message (the NUL of -z ends the
+// last one).
 func parse(r io.Reader, full bool, fn func(Commit) error) error {
 	return parseRecords(r, full, false, func(_ byte, c Commit) error { return fn(c) })
 }
@@ -593,9 +597,9 @@ func parseMarked(r io.Reader, fn func(mark byte, c Commit) error) error {
 
 func parseRecords(r io.Reader, full, marked bool, fn func(mark byte, c Commit) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	n := 4
+	n := 5
 	if full {
-		n = 5
+		n = 6
 	}
 	field := func() ([]byte, error) {
 		b, err := br.ReadBytes(0)
@@ -605,7 +609,7 @@ func parseRecords(r io.Reader, full, marked bool, fn func(mark byte, c Commit) e
 		return b[:len(b)-1], nil
 	}
 	for {
-		var fs [5][]byte
+		var fs [6][]byte
 		for i := 0; i < n; i++ {
 			b, err := field()
 			if err != nil {
@@ -627,9 +631,9 @@ func parseRecords(r io.Reader, full, marked bool, fn func(mark byte, c Commit) e
 		if !IsOID(oid) {
 			return fmt.Errorf("git log: unexpected record %q", clip(oid))
 		}
-		c := Commit{OID: oid, Parents: strings.Fields(string(fs[1])), Patch: values(fs[2]), Fixes: values(fs[3])}
+		c := Commit{OID: oid, Parents: strings.Fields(string(fs[1])), Patch: values(fs[2]), Fixes: values(fs[3]), ChangeID: values(fs[4])}
 		if full {
-			c.Message = fs[4]
+			c.Message = fs[5]
 		}
 		if err := fn(mark, c); err != nil {
 			return err

@@ -32,7 +32,7 @@ func repo(t *testing.T) (Repo, map[string]string) {
 	run("init", "-q", "-b", "main")
 	run("commit", "-q", "--allow-empty", "-m", "root")
 	oids := map[string]string{"root": run("rev-parse", "HEAD")}
-	run("commit", "-q", "--allow-empty", "-m", "two", "-m", "Body with Patch: not-this\n\npatch: 0123456789abcdef\nFixes: abcd\nFixes: ef01")
+	run("commit", "-q", "--allow-empty", "-m", "two", "-m", "Body with Patch: not-this\n\npatch: 0123456789abcdef\nFixes: abcd\nFixes: ef01\nChange-Id: I0123")
 	oids["two"] = run("rev-parse", "HEAD")
 	run("checkout", "-q", "-b", "side", oids["root"])
 	run("commit", "-q", "--allow-empty", "-m", "side")
@@ -50,7 +50,7 @@ func TestRepo(t *testing.T) {
 		t.Fatalf("Commits = %v, %v", cs, err)
 	}
 	two := cs[0]
-	if two.OID != o["two"] || strings.Join(two.Patch, ",") != "0123456789abcdef" || strings.Join(two.Fixes, ",") != "abcd,ef01" ||
+	if two.OID != o["two"] || strings.Join(two.Patch, ",") != "0123456789abcdef" || strings.Join(two.Fixes, ",") != "abcd,ef01" || strings.Join(two.ChangeID, ",") != "I0123" ||
 		len(two.Parents) != 1 || two.Parents[0] != o["root"] || !strings.HasPrefix(string(two.Message), "two\n\nBody") {
 		t.Errorf("Commits[0] = %+v", two)
 	}
