@@ -350,3 +350,26 @@ CREATE INDEX issue_labels_by_issue ON issue_labels(seq, label);
 CREATE TRIGGER issue_labels_state AFTER UPDATE OF state ON issues BEGIN
   UPDATE issue_labels SET open = (new.state = 'open') WHERE seq = new.seq AND open != (new.state = 'open');
 END;
+
+-- migrate 6
+-- What Gerrit's push options say of a patch (refs/for/BASE%r=NAME,t=TAG,m=MSG
+-- or the same with -o): the principals asked to review it (r=, cc=), its
+-- hashtags, and per revision the message its push carried (m=).
+CREATE TABLE patch_reviewers (
+  repo     TEXT NOT NULL,
+  patch_id TEXT NOT NULL,
+  name     TEXT NOT NULL,
+  added_by TEXT NOT NULL,
+  added_at TEXT NOT NULL,
+  PRIMARY KEY (repo, patch_id, name)
+) STRICT;
+CREATE INDEX patch_reviewers_by_name ON patch_reviewers(repo, name);
+
+CREATE TABLE patch_hashtags (
+  repo     TEXT NOT NULL,
+  patch_id TEXT NOT NULL,
+  tag      TEXT NOT NULL,
+  PRIMARY KEY (repo, patch_id, tag)
+) STRICT;
+
+ALTER TABLE revisions ADD COLUMN message TEXT NOT NULL DEFAULT '';

@@ -541,13 +541,14 @@ func (c *Checker) qualifies(ctx context.Context, s *refState, id, oid, baseTip s
 			return false, "the commit is on the target branch", nil
 		}
 	}
-	for _, t := range cs[0].Patch {
+	named := push.TrailerIDs(cs[0])
+	for _, t := range named {
 		if t == id {
 			return true, "", nil
 		}
 	}
-	if len(cs[0].Patch) > 0 {
-		return false, "its Patch: trailer names another patch", nil
+	if len(named) > 0 {
+		return false, "its Patch: (or Change-Id:) trailer names another patch", nil
 	}
 	if exists {
 		for _, r := range s.revs[id] {

@@ -325,8 +325,8 @@ type Commit struct {
 const (
 	trailerFmt = "%(trailers:key=Patch,valueonly,unfold,separator=%x1f)%x00%(trailers:key=Fixes,valueonly,unfold,separator=%x1f)" +
 		"%x00%(trailers:key=Change-Id,valueonly,unfold,separator=%x1f)"
-	scanFmt    = "--format=%H%x00%P%x00" + trailerFmt
-	fullFmt    = scanFmt + "%x00%B"
+	scanFmt = "--format=%H%x00%P%x00" + trailerFmt
+	fullFmt = scanFmt + "%x00%B"
 )
 
 // Commits returns the given commits (object ids) with their messages, in

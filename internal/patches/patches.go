@@ -37,6 +37,8 @@ type Revision struct {
 	BaseCommit string     `json:"base_commit"`
 	Pusher     string     `json:"pusher"`
 	CreatedAt  store.Time `json:"created_at"`
+	// Message is what the push that made it said (Gerrit's m=), if anything.
+	Message string `json:"message,omitempty"`
 }
 
 // Merge records where and by whom a patch was merged, and how: Strategy
@@ -86,6 +88,10 @@ type Patch struct {
 	Reviews     []Review   `json:"reviews"`
 	Issues      []string   `json:"issues"`
 	Merge       *Merge     `json:"merge"`
+	// Reviewers are the principals asked to review it, Hashtags its tags
+	// (requests.go), both sorted.
+	Reviewers []string `json:"reviewers"`
+	Hashtags  []string `json:"hashtags"`
 
 	seq int64
 }
@@ -136,6 +142,7 @@ func scanPatch(s scanner) (Patch, error) {
 	p.Revisions = []Revision{}
 	p.Reviews = []Review{}
 	p.Issues = []string{}
+	p.Reviewers, p.Hashtags = []string{}, []string{}
 	return p, nil
 }
 
@@ -169,6 +176,9 @@ func Get(ctx context.Context, q store.Querier, repo, id string) (Patch, error) {
 		return Patch{}, err
 	}
 	if p.Reviews, err = Reviews(ctx, q, repo, id); err != nil {
+		return Patch{}, err
+	}
+	if err := fillRequests(ctx, q, repo, []*Patch{&p}); err != nil {
 		return Patch{}, err
 	}
 	return p, nil
@@ -278,6 +288,13 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 		})
 	if err != nil {
 		return nil, fmt.Errorf("list patches: reviews: %w", err)
+	}
+	page2 := make([]*Patch, len(out))
+	for i := range out {
+		page2[i] = &out[i]
+	}
+	if err := fillRequests(ctx, q, repo, page2); err != nil {
+		return nil, fmt.Errorf("list patches: %w", err)
 	}
 	return out, nil
 }

@@ -365,7 +365,7 @@ type ScanRange struct {
 
 // Scan walks the commits r.Revs selects (newest first, streamed) for those
 // that equal a pinned revision of an open patch targeting the branch or
-// carry its Patch: trailer, and records those patches merged by r.By. A
+// carry its Patch: trailer (on a commit without one: its Change-Id), and records those patches merged by r.By. A
 // trailer match that differs from every pinned revision is first pinned as
 // the patch's last revision, with base_commit its merge base with r.OldTip
 // (its first parent when there was none); its refs are written after the
@@ -402,7 +402,7 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 				}
 				m.fixes = append(m.fixes, c.Fixes...)
 			}
-			for _, t := range c.Patch {
+			for _, t := range TrailerIDs(c) {
 				if !open[t] {
 					continue
 				}

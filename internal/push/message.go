@@ -14,7 +14,9 @@ const amendHint = "fix the last paragraph of the message with git commit --amend
 
 // CheckTip refuses a refs/for tip whose message collab cannot take: not
 // UTF-8, too long, or with Patch: trailers that are repeated, malformed or
-// all zero (Gerrit's Change-Id rules), or Fixes: trailers that are no ids.
+// all zero (Gerrit's Change-Id rules), the same of Change-Id: trailers on a
+// commit without Patch: (which names the patch then), or Fixes: trailers
+// that are no ids.
 func CheckTip(c git.Commit) error {
 	short := c.OID[:12]
 	if len(c.Message) > MaxMessage {
@@ -33,6 +35,17 @@ func CheckTip(c git.Commit) error {
 		}
 		if !ids.Valid(v) {
 			return fault.New(fault.Usage, "commit %s: Patch: %q is not a patch id (8 to 64 lowercase hex characters); %s", short, text.Clip(v), amendHint)
+		}
+	case len(c.ChangeID) > 1:
+		return fault.New(fault.Usage, "commit %s has %d Change-Id: trailers; keep exactly one: %s", short, len(c.ChangeID), amendHint)
+	case len(c.ChangeID) == 1:
+		v := c.ChangeID[0]
+		id, ok := ChangeID(v)
+		if !ok {
+			return fault.New(fault.Usage, "commit %s: Change-Id: %q is not a Gerrit Change-Id (I and 40 hex digits); %s", short, text.Clip(v), amendHint)
+		}
+		if strings.Trim(id, "0") == "" {
+			return fault.New(fault.Usage, "commit %s: Change-Id: %s is all zeros; remove the line so a commit-msg hook makes a new id, or %s", short, text.Clip(v), amendHint)
 		}
 	}
 	for _, f := range c.Fixes {

@@ -3,24 +3,32 @@ package push
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/text"
 )
 
 // KnownOptions are the push options collab understands, as the refusal of
-// an unknown one lists them.
-const KnownOptions = "title=, description=, topic=, patch=ID, fixes=ISSUE, lease=TOKEN or lease=ISSUE:TOKEN, draft"
+// an unknown one lists them: its own, then Gerrit's (which also work in
+// the refs/for/BASE%opt,opt=v suffix, as on Gerrit).
+const KnownOptions = "title=, description=, topic=, patch=ID, fixes=ISSUE, lease=TOKEN or lease=ISSUE:TOKEN, draft; " +
+	"Gerrit's r= or reviewer=, cc=, wip, private, ready, remove-private, m= or message=, hashtag= or t=, notify="
 
 // Limits on option values and on the message of a refs/for tip.
 const (
 	MaxTitle       = 1000
 	MaxTopic       = 255
 	MaxDescription = 64 << 10
+	// MaxHashtag bounds one hashtag; MaxNamed bounds the reviewers or the
+	// hashtags one push names.
+	MaxHashtag = 64
+	MaxNamed   = 100
 	// MaxMessage bounds the message of a refs/for tip: its subject and body
 	// become the patch's title and description.
 	MaxMessage = 64 << 10
@@ -41,6 +49,12 @@ type Options struct {
 	Patch       string   // an id prefix
 	Fixes       []string // issue id prefixes
 	Leases      []Lease
+	// Reviewers are the principals asked to review (Gerrit's r= and cc=),
+	// Hashtags the patch's tags (hashtag=, t=), Message the revision's
+	// message (m=): all added, never removed, by a push.
+	Reviewers []string
+	Hashtags  []string
+	Message   *string
 }
 
 // ParseOptions checks and reads push options ("name=value", or a bare
@@ -86,6 +100,46 @@ func ParseOptions(raw []string) (Options, error) {
 				return Options{}, fault.New(fault.Usage, "push option draft=%s: want true or false", text.Clip(value))
 			}
 			o.Draft = &b
+		case "wip", "private", "ready", "remove-private":
+			// Gerrit's work-in-progress and private changes are both a
+			// draft here: not ready for review or submit.
+			if hasValue {
+				return Options{}, fault.New(fault.Usage, "push option %s takes no value", name)
+			}
+			b := name == "wip" || name == "private"
+			o.Draft = &b
+		case "r", "reviewer", "cc":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			if !principals.ValidName(value) {
+				return Options{}, fault.New(fault.Usage, "push option %s=%s: want a user name (lowercase letters, digits, '.', '_', '-')", name, text.Clip(value))
+			}
+			if !slices.Contains(o.Reviewers, value) {
+				o.Reviewers = append(o.Reviewers, value)
+			}
+		case "hashtag", "t":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			tag := strings.TrimSpace(strings.TrimLeft(value, "#"))
+			if tag == "" || len(tag) > MaxHashtag || strings.ContainsAny(tag, ",\r\n\t") {
+				return Options{}, fault.New(fault.Usage, "push option %s=%s: want a hashtag of 1 to %d characters, one line, no commas", name, text.Clip(value), MaxHashtag)
+			}
+			if !slices.Contains(o.Hashtags, tag) {
+				o.Hashtags = append(o.Hashtags, tag)
+			}
+		case "m", "message":
+			if err := need(); err != nil {
+				return Options{}, err
+			}
+			m := gerritMessage(value)
+			if len(m) > MaxDescription || !utf8.ValidString(m) {
+				return Options{}, fault.New(fault.Usage, "push option %s: at most %d bytes of UTF-8 text", name, MaxDescription)
+			}
+			o.Message = &m
+		case "notify":
+			// Gerrit's mail notification setting: collab sends no mail.
 		case "patch":
 			if err := need(); err != nil {
 				return Options{}, err
@@ -116,6 +170,9 @@ func ParseOptions(raw []string) (Options, error) {
 		default:
 			return Options{}, fault.New(fault.Usage, "unknown push option %q; known options: %s", text.Clip(name), KnownOptions)
 		}
+	}
+	if len(o.Reviewers) > MaxNamed || len(o.Hashtags) > MaxNamed {
+		return Options{}, fault.New(fault.Usage, "a push names at most %d reviewers and %d hashtags", MaxNamed, MaxNamed)
 	}
 	return o, nil
 }

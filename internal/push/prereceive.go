@@ -73,15 +73,20 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 			if _, err := BaseOf(u.Ref); err != nil {
 				return err
 			}
+			if _, err := RefOptions(rawOpts, u.Ref); err != nil {
+				return err
+			}
 		}
 	}
 	return enforceRules(ctx, e, updates)
 }
 
 // BaseOf returns the target branch of a refs/for/BASE ref; BASE may also
-// be spelled refs/heads/BASE, as Gerrit allows.
+// be spelled refs/heads/BASE, and be followed by Gerrit's %options
+// suffix, as Gerrit allows.
 func BaseOf(ref string) (string, error) {
-	b := strings.TrimPrefix(strings.TrimPrefix(ref, ForPrefix), HeadsPrefix)
+	bare, _ := SplitFor(ref)
+	b := strings.TrimPrefix(strings.TrimPrefix(bare, ForPrefix), HeadsPrefix)
 	if b == "" || strings.HasPrefix(b, "-") || !git.IsFullRef(HeadsPrefix+b) {
 		return "", fault.New(fault.Usage, "bad target %s: push to refs/for/BRANCH", ref)
 	}

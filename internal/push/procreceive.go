@@ -75,11 +75,10 @@ func ProcReceive(ctx context.Context, e *Env, in io.Reader, out io.Writer) error
 		}
 		cmds = append(cmds, Update{Old: f[0], New: f[1], Ref: f[2]})
 	}
-	opts, optErr := ParseOptions(rawOpts)
 	base := e.baseURL(ctx)
 	for _, c := range cmds {
 		var rep report
-		if optErr != nil {
+		if opts, optErr := RefOptions(rawOpts, c.Ref); optErr != nil {
 			rep = report{ref: c.Ref, ng: fault.Public(optErr)}
 		} else {
 			rep = e.receive(ctx, c, opts, base)
@@ -201,7 +200,7 @@ func (e *Env) tell(ctx context.Context, res received, tip git.Commit, base strin
 		e.say("compare with revision %d:", res.prev.Number)
 		e.say("git range-diff %s..%s %s..%s", res.prev.BaseCommit, res.prev.Commit, res.rev.BaseCommit, res.rev.Commit)
 	}
-	if len(tip.Patch) == 0 {
+	if len(tip.Patch) == 0 && len(tip.ChangeID) == 0 {
 		e.say("this commit has no Patch: trailer; to revise this patch by amending, install the hook and record the id:")
 		e.say("%s", HookHint(e.sshCommand(ctx, base), id))
 	}
@@ -310,6 +309,9 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		switch {
 		case len(tip.Patch) == 1:
 			id = tip.Patch[0]
+		case len(tip.ChangeID) == 1:
+			// CheckTip made sure it is well-formed.
+			id, _ = ChangeID(tip.ChangeID[0])
 		case opts.Patch != "":
 			if id, err = patches.Resolve(ctx, tx, e.Repo, opts.Patch); err != nil {
 				return err
@@ -375,6 +377,9 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 			return err
 		}
 		res.issues = named
+		if err := e.addRequests(ctx, tx, id, opts, now); err != nil {
+			return err
+		}
 		revs, err := patches.Revisions(ctx, tx, e.Repo, id)
 		if err != nil {
 			return err
@@ -386,6 +391,12 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, c.New, mb, e.Principal, now)
 		if err != nil {
 			return err
+		}
+		if opts.Message != nil {
+			if err := patches.SetRevisionMessage(ctx, tx, e.Repo, id, rev.Number, *opts.Message); err != nil {
+				return err
+			}
+			rev.Message = *opts.Message
 		}
 		res.rev, res.added = rev, added
 		all = revs

@@ -1,0 +1,121 @@
+package patches
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/collab-forge/collab/internal/store"
+)
+
+// What a push asks of a patch beyond its commits, in Gerrit's words: the
+// principals asked to review it (r=, cc=), its hashtags (hashtag=, t=) and
+// a message per revision (m=). A push adds reviewers and hashtags; none
+// removes them.
+
+// AddReviewers records names (principal names the caller checked) as asked
+// to review the patch, inside tx; names already asked are left as they
+// were. It returns the names that are new.
+func AddReviewers(ctx context.Context, tx store.Querier, repo, id string, names []string, by string, now time.Time) ([]string, error) {
+	return addNamed(ctx, tx, "reviewer", `INSERT OR IGNORE INTO patch_reviewers(repo, patch_id, name, added_by, added_at) VALUES (?, ?, ?, ?, ?)`,
+		repo, id, names, by, store.FormatTime(now))
+}
+
+// AddHashtags records tags on the patch, inside tx, and returns those
+// that are new.
+func AddHashtags(ctx context.Context, tx store.Querier, repo, id string, tags []string) ([]string, error) {
+	return addNamed(ctx, tx, "hashtag", `INSERT OR IGNORE INTO patch_hashtags(repo, patch_id, tag) VALUES (?, ?, ?)`, repo, id, tags)
+}
+
+func addNamed(ctx context.Context, tx store.Querier, what, stmt, repo, id string, names []string, extra ...any) ([]string, error) {
+	var added []string
+	for _, n := range names {
+		res, err := tx.ExecContext(ctx, stmt, append([]any{repo, id, n}, extra...)...)
+		if err != nil {
+			return nil, fmt.Errorf("add %s %s to patch %s: %w", what, n, id, err)
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("add %s %s to patch %s: %w", what, n, id, err)
+		} else if k > 0 {
+			added = append(added, n)
+		}
+	}
+	return added, nil
+}
+
+// SetRevisionMessage records the message a push gave revision number of a
+// patch (Gerrit's m=), inside tx, replacing an earlier one.
+func SetRevisionMessage(ctx context.Context, tx store.Querier, repo, id string, number int, msg string) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE revisions SET message = ? WHERE repo = ? AND patch_id = ? AND number = ?",
+		msg, repo, id, number); err != nil {
+		return fmt.Errorf("set the message of revision %d of %s: %w", number, id, err)
+	}
+	return nil
+}
+
+// fillRequests reads the reviewers, hashtags and revision messages of ps
+// (patches of repo), one query each whatever their number.
+func fillRequests(ctx context.Context, q store.Querier, repo string, ps []*Patch) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	byID := make(map[string]*Patch, len(ps))
+	args := []any{repo}
+	in := ""
+	for i, p := range ps {
+		byID[p.ID] = p
+		p.Reviewers, p.Hashtags = []string{}, []string{}
+		if i > 0 {
+			in += ","
+		}
+		in += "?"
+		args = append(args, p.ID)
+	}
+	where := " WHERE repo = ? AND patch_id IN (" + in + ")"
+	err := store.Each(ctx, q, "SELECT patch_id, name FROM patch_reviewers"+where+" ORDER BY patch_id, name", args, func(rows *sql.Rows) error {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return err
+		}
+		if p := byID[id]; p != nil {
+			p.Reviewers = append(p.Reviewers, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read patch reviewers: %w", err)
+	}
+	err = store.Each(ctx, q, "SELECT patch_id, tag FROM patch_hashtags"+where+" ORDER BY patch_id, tag", args, func(rows *sql.Rows) error {
+		var id, tag string
+		if err := rows.Scan(&id, &tag); err != nil {
+			return err
+		}
+		if p := byID[id]; p != nil {
+			p.Hashtags = append(p.Hashtags, tag)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read patch hashtags: %w", err)
+	}
+	err = store.Each(ctx, q, "SELECT patch_id, number, message FROM revisions"+where+" AND message != ''", args, func(rows *sql.Rows) error {
+		var id, msg string
+		var n int
+		if err := rows.Scan(&id, &n, &msg); err != nil {
+			return err
+		}
+		if p := byID[id]; p != nil {
+			for i := range p.Revisions {
+				if p.Revisions[i].Number == n {
+					p.Revisions[i].Message = msg
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read revision messages: %w", err)
+	}
+	return nil
+}

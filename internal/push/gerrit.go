@@ -1,0 +1,116 @@
+package push
+
+import (
+	"context"
+	"encoding/hex"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
+)
+
+// Gerrit's ways of saying things on a push, so that its own client
+// (git-review) and its users' habits work unmodified: the
+// refs/for/BASE%opt,opt=v suffix and the Change-Id: trailer.
+
+// SplitFor splits a refs/for ref into the ref without Gerrit's option
+// suffix and the suffix's options in push-option form ("topic=T", "wip").
+// Gerrit's options follow the first '%', separated by commas; a ref
+// without one comes back as it is, with no options.
+func SplitFor(ref string) (string, []string) {
+	bare, suffix, ok := strings.Cut(ref, "%")
+	if !ok {
+		return ref, nil
+	}
+	var opts []string
+	for _, o := range strings.Split(suffix, ",") {
+		if o != "" {
+			opts = append(opts, o)
+		}
+	}
+	return bare, opts
+}
+
+// RefOptions are the options of one refs/for command: the push options
+// raw, then those of the ref's Gerrit suffix (which win, as on Gerrit). A
+// refusal of a suffix option names the ref.
+func RefOptions(raw []string, ref string) (Options, error) {
+	_, sfx := SplitFor(ref)
+	if len(sfx) == 0 {
+		return ParseOptions(raw)
+	}
+	if _, err := ParseOptions(raw); err != nil {
+		return Options{}, err
+	}
+	o, err := ParseOptions(append(append([]string{}, raw...), sfx...))
+	if err != nil {
+		fe := fault.As(err)
+		return Options{}, fault.New(fe.Kind, "%s: %s", text.Clip(ref), fe.Msg)
+	}
+	return o, nil
+}
+
+// gerritMessage decodes an m=/message= value as Gerrit does: a ref cannot
+// hold spaces, so clients write '_' (or '+') for one and percent-encode
+// the rest; a value that does not decode stays as it was.
+func gerritMessage(v string) string {
+	v = strings.ReplaceAll(v, "_", " ")
+	if d, err := url.QueryUnescape(v); err == nil {
+		return d
+	}
+	return v
+}
+
+// ChangeID returns the patch id that a Gerrit Change-Id trailer value
+// names: "I" and 40 hex digits, the digits lowercased (all zeros is
+// well-formed but names nothing: TrailerIDs skips it, CheckTip refuses
+// it). ok is false for anything else.
+func ChangeID(v string) (id string, ok bool) {
+	if len(v) != 41 || v[0] != 'I' {
+		return "", false
+	}
+	id = strings.ToLower(v[1:])
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// TrailerIDs are the patch ids a commit names: its Patch: trailers, or, on
+// a commit without one, its well-formed Change-Id: trailers.
+func TrailerIDs(c git.Commit) []string {
+	if len(c.Patch) > 0 {
+		return c.Patch
+	}
+	var out []string
+	for _, v := range c.ChangeID {
+		if id, ok := ChangeID(v); ok && strings.Trim(id, "0") != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// addRequests records the reviewers (who must exist) and hashtags a push
+// names on patch id, inside tx.
+func (e *Env) addRequests(ctx context.Context, tx store.Querier, id string, o Options, now time.Time) error {
+	for _, n := range o.Reviewers {
+		if _, err := principals.Get(ctx, tx, n); err != nil {
+			if fault.KindOf(err) == fault.NotFound {
+				return fault.New(fault.NotFound, "reviewer %s: no such user", n)
+			}
+			return err
+		}
+	}
+	if _, err := patches.AddReviewers(ctx, tx, e.Repo, id, o.Reviewers, e.Principal, now); err != nil {
+		return err
+	}
+	_, err := patches.AddHashtags(ctx, tx, e.Repo, id, o.Hashtags)
+	return err
+}
