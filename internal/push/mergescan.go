@@ -19,6 +19,8 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // Merged is one patch the merge scan found merged.
@@ -31,6 +33,9 @@ type Merged struct {
 	Pinned int
 	// By is whom the merge is credited to.
 	By string
+	// Closed are the issues the merge closed (those the patch links that
+	// were open).
+	Closed []string
 }
 
 // ErrTooBig stops a merge scan that reached its commit budget.
@@ -161,6 +166,13 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 				line += ": " + u
 			}
 			e.say("%s", line)
+			for _, is := range m.Closed {
+				line := "closed issue " + is
+				if base != "" {
+					line += ": " + base + "/" + reponame.Display(e.Repo) + "/-/issues/" + is
+				}
+				e.say("%s", line)
+			}
 		}
 		if len(merged) == 0 {
 			log.Info("merge scan", "OUTCOME", "none", "DURATION_MS", ms(ms0))
@@ -500,6 +512,9 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 			if err := e.linkFixes(ctx, tx, id, m.fixes); err != nil {
 				return err
 			}
+			if rec.Closed, err = openLinked(ctx, tx, e.Repo, id, now); err != nil {
+				return err
+			}
 			merged, err := patches.RecordMergeAs(ctx, tx, e.Repo, id,
 				patches.Merge{Branch: r.Branch, Commit: m.commit, By: r.By, Strategy: r.Strategy, Submitted: r.Submitted}, now)
 			if err != nil {
@@ -530,6 +545,26 @@ func isPinned(ps []patches.Pinned, id string) bool {
 		}
 	}
 	return false
+}
+
+// openLinked returns the open issues patch id links: those its merge
+// closes (patches.RecordMerge), read in the merge's own transaction.
+func openLinked(ctx context.Context, tx store.Querier, repo, id string, now time.Time) ([]string, error) {
+	linked, err := patches.Issues(ctx, tx, repo, id)
+	if err != nil {
+		return nil, err
+	}
+	var open []string
+	for _, is := range linked {
+		cur, ok, err := issues.Lookup(ctx, tx, repo, is, now)
+		if err != nil {
+			return nil, err
+		}
+		if ok && cur.State == issues.Open {
+			open = append(open, is)
+		}
+	}
+	return open, nil
 }
 
 // linkFixes links the issues that Fixes: trailers of merged commits name,
