@@ -124,6 +124,9 @@ func Run(ctx context.Context, r *Request) int {
 	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
 		return refuse(err)
 	}
+	if len(words) > 0 && words[0] == "scp" {
+		return runSCP(r, log, words, start, refuse)
+	}
 	if len(words) > 0 {
 		if prog, ok := gitProgram(words); ok {
 			return runGit(ctx, r, db, log, prog, words, start, refuse)
