@@ -122,12 +122,17 @@ if [ ! -d "$root/repos/demo.git" ]; then
 fi
 hook grant demo demo write >/dev/null
 
-# A private sshd: keys from collab-hook authorized-keys, each one a forced
-# command; the login user is whoever runs the demo.
+# A private sshd that asks collab-hook for the key at every login
+# (AuthorizedKeysCommand, the recommended setup), so a key added with
+# "collab-hook key add" works at once; each key runs the forced command.
+# The login user is whoever runs the demo. sshd checks every path component
+# of the command it runs up to /, so the script is run by /bin/sh.
 hostkey=$dir/ssh_host_ed25519_key
 [ -f "$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C demo-host -f "$hostkey"
-hook authorized-keys > "$dir/authorized_keys"
-chmod 600 "$dir/authorized_keys"
+cat > "$dir/keys-command.sh" <<EOT
+#!/bin/sh
+exec "$bin/collab-hook" --root "$root" keys-command "\$@"
+EOT
 cat > "$dir/sshd_config" <<EOT
 ListenAddress 127.0.0.1
 HostKey $hostkey
@@ -138,7 +143,9 @@ KbdInteractiveAuthentication no
 UsePAM no
 AllowUsers $me
 PermitRootLogin forced-commands-only
-AuthorizedKeysFile $dir/authorized_keys
+AuthorizedKeysFile none
+AuthorizedKeysCommand /bin/sh $dir/keys-command.sh %u %t %k
+AuthorizedKeysCommandUser $me
 StrictModes no
 AcceptEnv GIT_PROTOCOL
 ExposeAuthInfo yes
@@ -149,12 +156,17 @@ EOT
 install -d -m 0755 /run/sshd 2>/dev/null || true
 /usr/sbin/sshd -t -f "$dir/sshd_config" -p "$ssh_port"
 echo "[127.0.0.1]:$ssh_port $(cut -d' ' -f1,2 "$hostkey.pub")" > "$dir/known_hosts"
-cat > "$dir/ssh" <<EOT
+# An ssh that logs in with the demo's key: first on PATH, it is what git,
+# the printed commands and the hints the forge prints (the commit-msg hook
+# line) all run as plain "ssh".
+mkdir -p "$dir/bin"
+cat > "$dir/bin/ssh" <<EOT
 #!/bin/sh
-# ssh as the demo principal (what GIT_SSH_COMMAND runs)
-exec ssh -F /dev/null -i $dir/id_demo -o IdentitiesOnly=yes -o UserKnownHostsFile=$dir/known_hosts -o StrictHostKeyChecking=yes -o LogLevel=ERROR "\$@"
+# ssh as the demo principal, with the demo sshd's host key
+exec /usr/bin/ssh -F /dev/null -i "$dir/id_demo" -o IdentitiesOnly=yes -o UserKnownHostsFile="$dir/known_hosts" -o StrictHostKeyChecking=yes -o LogLevel=ERROR "\$@"
 EOT
-chmod +x "$dir/ssh"
+chmod +x "$dir/bin/ssh"
+rm -f "$dir/ssh" "$dir/authorized_keys"
 
 : > "$dir/pids"
 declare -A pid_of
@@ -194,16 +206,27 @@ collab demo is up (state in $dir):
 
 Try, from another shell:
   cd "\$(mktemp -d)"
-  export GIT_SSH_COMMAND=$dir/ssh
-  \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1                 # greets the demo principal
+  export PATH="$dir/bin:\$PATH"     # an ssh with the demo's key, for git and for you
+  ssh -p $ssh_port $me@127.0.0.1                 # greets the demo principal
   git clone $ssh_url/demo.git && cd demo
+  f=\$(git rev-parse --git-path hooks/commit-msg); ssh -p $ssh_port $me@127.0.0.1 hooks commit-msg > "\$f" && chmod +x "\$f"
   echo hello >> README.md && git commit -qam 'Say hello'
   git push origin HEAD:refs/heads/main
-  git commit -q --allow-empty -m 'Something to review' && git push origin HEAD:refs/for/main
-  \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1 "issue new demo --title 'Two words'"
-  \$GIT_SSH_COMMAND -p $ssh_port $me@127.0.0.1 issue list demo
+  echo review >> README.md && git commit -qam 'Something to review' && git push origin HEAD:refs/for/main
+  ssh -p $ssh_port $me@127.0.0.1 "issue new demo --title 'Two words'"
+  ssh -p $ssh_port $me@127.0.0.1 issue list demo
   git clone git://127.0.0.1:$git_port/demo.git ../demo-anon
   curl -s $web_url/healthz
+
+Your own key instead of the demo's (sshd asks the forge at every login, so
+adding the key is all it takes):
+  $bin/collab-hook --root $root user add you
+  $bin/collab-hook --root $root key add you "\$(cat ~/.ssh/id_ed25519.pub)"
+  $bin/collab-hook --root $root grant you demo write
+  /usr/bin/ssh -p $ssh_port -o UserKnownHostsFile=$dir/known_hosts -i ~/.ssh/id_ed25519 $me@127.0.0.1 whoami
+
+Ports: DEMO_SSH_PORT, DEMO_WEB_PORT and DEMO_GIT_PORT choose them (a port
+taken is replaced by a free one); --fresh starts from an empty forge.
 
 EOT
 

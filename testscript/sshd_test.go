@@ -781,4 +781,75 @@ func TestDemo(t *testing.T) {
 			t.Errorf("output of the printed commands lacks %q:\n%s", want, res)
 		}
 	}
+	demoHints(t, out, tmp, env)
+}
+
+// demoHints runs what else the demo and the forge print: the hint a push
+// of a commit without a Patch: trailer prints (it must work with the demo's
+// key, port and host as printed), and the block that adds the user's own
+// key, with a key the user has.
+func demoHints(t *testing.T, out, tmp string, env []string) {
+	t.Helper()
+	block := func(start string) []string {
+		var lines []string
+		in := false
+		for _, l := range strings.Split(out, "\n") {
+			switch {
+			case strings.HasPrefix(l, start):
+				in = true
+			case in && strings.TrimSpace(l) == "":
+				return lines
+			case in && strings.HasPrefix(l, "  "):
+				lines = append(lines, strings.TrimSpace(l))
+			}
+		}
+		return lines
+	}
+	var export string
+	for _, l := range block("Try, from another shell:") {
+		if strings.HasPrefix(l, "export PATH=") {
+			export = l
+		}
+	}
+	if export == "" {
+		t.Fatalf("the demo prints no PATH line for its ssh:\n%s", out)
+	}
+	var clone string
+	for _, l := range block("Try, from another shell:") {
+		if strings.HasPrefix(l, "git clone ssh://") {
+			clone = strings.TrimSuffix(l, " && cd demo")
+		}
+	}
+	run := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-euc", script)
+		cmd.Dir, cmd.Env = tmp, env
+		res, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s\n---\n%s", err, script, res)
+		}
+		return string(res)
+	}
+	pushed := run(strings.Join([]string{export, clone + " hints", "cd hints", "echo x >> README.md",
+		"git commit -qam 'No trailer yet'", "git push origin HEAD:refs/for/main 2>&1"}, "\n"))
+	var hint string
+	for _, l := range strings.Split(pushed, "\n") {
+		if h, ok := strings.CutPrefix(strings.TrimRight(l, " "), "remote: f=$(git rev-parse"); ok {
+			hint = "f=$(git rev-parse" + h
+		}
+	}
+	if hint == "" {
+		t.Fatalf("a push without a trailer printed no hook hint:\n%s", pushed)
+	}
+	msg := run(strings.Join([]string{export, "cd hints", hint, "test -x .git/hooks/commit-msg", "git log -1 --format=%B"}, "\n"))
+	if !regexp.MustCompile(`(?m)^Patch: [0-9a-f]{40}$`).MatchString(msg) {
+		t.Errorf("the printed hint left no Patch: trailer:\n%s", msg)
+	}
+	own := block("Your own key instead of the demo's")
+	if len(own) < 4 {
+		t.Fatalf("the demo prints no way to add one's own key:\n%s", out)
+	}
+	if res := run("mkdir -p ~/.ssh && ssh-keygen -q -t ed25519 -N '' -f ~/.ssh/id_ed25519\n" + strings.Join(own, "\n")); !regexp.MustCompile(`(?m)^you$`).MatchString(res) {
+		t.Errorf("one's own key does not log in as you:\n%s", res)
+	}
 }
