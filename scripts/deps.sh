@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the stock parts the suite and the demo drive, when missing:
-# openssh-server (sshd), openssh-client, git, chromium, sqlite3, jq and
-# git-review (Gerrit's client, which the suite drives against the forge, and
+# openssh-server (sshd), openssh-client, git, chromium, sqlite3, jq (the
+# scenarios, the README's walk and docs/workflow.md's CI bot read JSON with
+# it) and git-review (Gerrit's client, which the suite drives against the forge, and
 # whose git-review command shadows any "git review" alias). Debian, as root.
 set -euo pipefail
 
@@ -13,7 +14,6 @@ command -v git >/dev/null || need+=(git)
 command -v chromium >/dev/null || need+=(chromium)
 # Some scripts check the database the way an operator would, with sqlite3.
 command -v sqlite3 >/dev/null || need+=(sqlite3)
-# docs/workflow.md's CI bot reads its webhook's JSON with jq.
 command -v jq >/dev/null || need+=(jq)
 command -v git-review >/dev/null || need+=(git-review)
 [ "${COLLAB_BENCH_GITOLITE:-}" = 1 ] && ! command -v gitolite >/dev/null && need+=(gitolite3)

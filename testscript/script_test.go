@@ -93,7 +93,7 @@ func setup(t *testing.T, e *testscript.Env) error {
 func commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	cmds := map[string]func(ts *testscript.TestScript, neg bool, args []string){}
 	for _, m := range []map[string]func(ts *testscript.TestScript, neg bool, args []string){
-		baseCmds(), sshdCmds(), webCmds(), sessionCmds(), timingCmds(), robustCmds(), docCmds(), gerritCmds(),
+		baseCmds(), sshdCmds(), webCmds(), sessionCmds(), timingCmds(), robustCmds(), docCmds(), clientCmds(),
 	} {
 		for k, v := range m {
 			cmds[k] = v
