@@ -2,8 +2,9 @@
 # Installs the stock parts the suite and the demo drive, when missing:
 # openssh-server (sshd), openssh-client, git, chromium, sqlite3, jq (the
 # scenarios, the README's walk and docs/workflow.md's CI bot read JSON with
-# it) and git-review (Gerrit's client, which the suite drives against the forge, and
-# whose git-review command shadows any "git review" alias). Debian, as root.
+# it) and git-review (Gerrit's client, which the suite drives against the
+# forge, and whose git-review command shadows any "git review" alias).
+# Debian, as root.
 set -euo pipefail
 
 need=()
