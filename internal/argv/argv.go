@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/collab-forge/collab/internal/fault"
 )
 
 // Reorder returns args (without the program name) rearranged for app.
@@ -129,21 +127,4 @@ func strict(cmds []*cli.Command) {
 		}
 		strict(c.Subcommands)
 	}
-}
-
-func usageError(_ *cli.Context, err error, _ bool) error {
-	return fault.New(fault.Usage, "%s", err.Error())
-}
-
-func groupAction(c *cli.Context) error {
-	var names []string
-	for _, s := range c.Command.Subcommands {
-		if !s.Hidden && s.Name != "help" {
-			names = append(names, s.Name)
-		}
-	}
-	if c.NArg() == 0 {
-		return fault.New(fault.Usage, "usage: %s SUBCOMMAND (one of: %s)", c.Command.FullName(), strings.Join(names, ", "))
-	}
-	return fault.New(fault.Usage, "unknown subcommand %q of %s (one of: %s)", c.Args().First(), c.Command.FullName(), strings.Join(names, ", "))
 }

@@ -77,8 +77,11 @@ func TestStrict(t *testing.T) {
 	}{
 		{"repo create demo", ""},
 		{"repo", "usage: repo SUBCOMMAND (one of: create)"},
-		{"repo nope", `unknown subcommand "nope" of repo (one of: create)`},
-		{"repo create --bogus demo", "flag provided but not defined: -bogus"},
+		{"repo nope", `unknown subcommand "nope" of repo; one of: create`},
+		{"repo create --bogus demo", "unknown flag --bogus for repo create (flags: --public, --description)"},
+		{"repo create --publik demo", "unknown flag --publik for repo create (did you mean --public?)"},
+		{"repo creat demo", `unknown subcommand "creat" of repo (did you mean "create"?); one of: create`},
+		{"issue", "usage: issue SUBCOMMAND (one of: new)"},
 	} {
 		app := testApp()
 		app.Commands[0].Subcommands[0].Action = func(*cli.Context) error { return nil }

@@ -253,3 +253,26 @@ func ValidSetting(key string) bool {
 	}
 	return false
 }
+
+// SSHCommand turns the root's ssh setting (ssh://git@host:2222 or
+// git@host) into the ssh command line a user types, for printed hints;
+// without it, the host of the web URL base with user git stands in.
+func SSHCommand(setting, base string) string {
+	if setting != "" {
+		if u, err := url.Parse(setting); err == nil && u.Scheme == "ssh" && u.Host != "" {
+			dest := u.Hostname()
+			if u.User != nil {
+				dest = u.User.Username() + "@" + dest
+			}
+			if p := u.Port(); p != "" && p != "22" {
+				return "ssh -p " + p + " " + dest
+			}
+			return "ssh " + dest
+		}
+		return "ssh " + strings.TrimSuffix(setting, ":")
+	}
+	if u, err := url.Parse(base); err == nil && u.Hostname() != "" {
+		return "ssh git@" + u.Hostname()
+	}
+	return "ssh git@FORGE"
+}

@@ -81,3 +81,18 @@ func TestInitDefaultURL(t *testing.T) {
 		t.Errorf("url = %q, want %q", got, DefaultURL)
 	}
 }
+
+func TestSSHCommand(t *testing.T) {
+	for _, tc := range []struct{ setting, base, want string }{
+		{"ssh://git@forge.example:2222", "", "ssh -p 2222 git@forge.example"},
+		{"ssh://git@forge.example", "", "ssh git@forge.example"},
+		{"ssh://git@forge.example:22/", "", "ssh git@forge.example"},
+		{"git@forge.example", "", "ssh git@forge.example"},
+		{"", "https://forge.example/", "ssh git@forge.example"},
+		{"", "", "ssh git@FORGE"},
+	} {
+		if got := SSHCommand(tc.setting, tc.base); got != tc.want {
+			t.Errorf("SSHCommand(%q, %q) = %q, want %q", tc.setting, tc.base, got, tc.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -225,28 +224,7 @@ func HookHint(ssh, id string) string {
 // of the web URL with user git stands in.
 func (e *Env) sshCommand(ctx context.Context, base string) string {
 	s, _ := store.Setting(ctx, e.DB.R(), forge.SettingSSH)
-	return SSHCommand(s, base)
-}
-
-// SSHCommand is sshCommand without the database, for tests.
-func SSHCommand(setting, base string) string {
-	if setting != "" {
-		if u, err := url.Parse(setting); err == nil && u.Scheme == "ssh" && u.Host != "" {
-			dest := u.Hostname()
-			if u.User != nil {
-				dest = u.User.Username() + "@" + dest
-			}
-			if p := u.Port(); p != "" && p != "22" {
-				return "ssh -p " + p + " " + dest
-			}
-			return "ssh " + dest
-		}
-		return "ssh " + strings.TrimSuffix(setting, ":")
-	}
-	if u, err := url.Parse(base); err == nil && u.Hostname() != "" {
-		return "ssh git@" + u.Hostname()
-	}
-	return "ssh git@FORGE"
+	return forge.SSHCommand(s, base)
 }
 
 // revise records one refs/for/BASE command: it finds or makes the patch,

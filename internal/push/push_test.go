@@ -88,19 +88,7 @@ func TestSubjectBody(t *testing.T) {
 	}
 }
 
-func TestSSHCommand(t *testing.T) {
-	for _, tc := range []struct{ setting, base, want string }{
-		{"ssh://git@forge.example:2222", "", "ssh -p 2222 git@forge.example"},
-		{"ssh://git@forge.example", "", "ssh git@forge.example"},
-		{"ssh://git@forge.example:22/", "", "ssh git@forge.example"},
-		{"git@forge.example", "", "ssh git@forge.example"},
-		{"", "https://forge.example/", "ssh git@forge.example"},
-		{"", "", "ssh git@FORGE"},
-	} {
-		if got := SSHCommand(tc.setting, tc.base); got != tc.want {
-			t.Errorf("SSHCommand(%q, %q) = %q, want %q", tc.setting, tc.base, got, tc.want)
-		}
-	}
+func TestHookHint(t *testing.T) {
 	h := HookHint("ssh git@h", "abc")
 	want := `f=$(git rev-parse --git-path hooks/commit-msg); ssh git@h hooks commit-msg > "$f" && chmod +x "$f"; git commit --amend --no-edit --trailer "Patch: abc"`
 	if h != want {

@@ -41,7 +41,7 @@ func parseSCP(words []string) (scpRequest, error) {
 				case 'f':
 					from = true
 				case 't':
-					return scpRequest{}, fault.New(fault.Denied, "scp: nothing can be copied to the forge; it serves only %s (scp -O HOST:%s FILE)", HookPath, HookPath)
+					return scpRequest{}, fault.New(fault.Usage, "scp: nothing can be copied to the forge; it serves only %s (scp -O HOST:%s FILE)", HookPath, HookPath)
 				case 'v', 'r', 'p', 'd':
 					// verbose, recursive, keep times, target is a directory:
 					// nothing changes for one file sent without its times.

@@ -27,7 +27,7 @@ func TestSCP(t *testing.T) {
 		{"another file", "scp -f hooks/pre-receive", "\x00", 4, "", "collab: scp: no such file \"hooks/pre-receive\": the forge serves only hooks/commit-msg\n"},
 		{"a path out", "scp -f ../../etc/passwd", "\x00", 4, "", "no such file \"../../etc/passwd\""},
 		{"two files", "scp -f hooks/commit-msg hooks/commit-msg", "\x00", 4, "", "no such file"},
-		{"upload", "scp -t hooks/commit-msg", "\x00", 5, "", "collab: scp: nothing can be copied to the forge; it serves only hooks/commit-msg"},
+		{"upload", "scp -t hooks/commit-msg", "\x00", 2, "", "collab: scp: nothing can be copied to the forge; it serves only hooks/commit-msg"},
 		{"no direction", "scp hooks/commit-msg", "\x00", 2, "", "only sends files"},
 		{"other option", "scp -S /bin/sh -f hooks/commit-msg", "\x00", 2, "", "collab: scp: unsupported option -S"},
 	} {

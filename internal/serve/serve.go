@@ -28,7 +28,6 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
@@ -384,7 +383,7 @@ func greet(ctx context.Context, env *verbs.Env) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nVerbs (%s VERB …): whoami, repo list, issue, lease, patch, hooks commit-msg, token; 'help' lists them.\n",
-		push.SSHCommand(env.SSH, env.URL))
+		forge.SSHCommand(env.SSH, env.URL))
 	if len(rs) > 0 && env.SSH != "" {
 		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(env.SSH, rs[0].Name))
 	}

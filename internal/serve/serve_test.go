@@ -262,7 +262,7 @@ func TestHostileCommands(t *testing.T) {
 		{"alice", "git-upload-pack '.hidden'", 2, "starts with ."},
 		{"alice", "git-upload-pack 'demo.git/objects'", 4, "not found"},
 		{"alice", "git-upload-pack 'demo\x1b[2J'", 2, "control character"},
-		{"alice", "scp -t /tmp", 2, "unknown command"},
+		{"alice", "scp -t /tmp", 2, "scp: nothing can be copied to the forge"},
 		{"alice", "sh -c id", 2, "unknown command"},
 		{"alice", "rsync --server . /", 2, "unknown command"},
 		{"alice", "bash", 2, "unknown command"},

@@ -100,11 +100,17 @@ func Run(ctx context.Context, env *Env, words []string) int {
 		_ = cli.ShowAppHelp(cli.NewContext(app, nil, nil))
 		return 0
 	}
-	if len(words) == 0 || app.Command(words[0]) == nil {
-		fmt.Fprintf(env.Stderr, "collab: unknown command %q; run 'help' for the list\n", first(words))
-		return 2
+	// What Args needs to say what was wrong with the line as typed.
+	app.Metadata = map[string]any{metaWords: words, metaSSH: forge.SSHCommand(env.SSH, env.URL)}
+	var err error
+	switch {
+	case len(words) == 0 || app.Command(words[0]) == nil:
+		err = argv.UnknownCommand(app, first(words))
+	default:
+		if err = argv.MissingValue(app, words); err == nil {
+			err = app.RunContext(ctx, append([]string{"collab"}, argv.Reorder(app, words)...))
+		}
 	}
-	err := app.RunContext(ctx, append([]string{"collab"}, argv.Reorder(app, words)...))
 	if err == nil {
 		return 0
 	}
@@ -197,10 +203,43 @@ func trimNewline(s string) string {
 	return strings.TrimSuffix(s, "\n")
 }
 
-// Args returns exactly n positional arguments or a usage error naming them.
+// Keys of the app's Metadata that Run sets for Args.
+const (
+	metaWords = "words" // the verb line as split, before Reorder
+	metaSSH   = "ssh"   // the ssh command line users reach the forge with
+)
+
+// Args returns exactly the positional arguments names, or a usage error
+// with the verb's whole path that says which are missing or extra; extra
+// words after a flag's value are most likely that value split by ssh, and
+// the error shows the remote command quoted.
 func Args(c *cli.Context, names ...string) ([]string, error) {
-	if c.NArg() != len(names) {
-		return nil, fault.New(fault.Usage, "usage: %s %s", c.Command.FullName(), strings.ToUpper(strings.Join(names, " ")))
+	args := c.Args().Slice()
+	if len(args) == len(names) {
+		return args, nil
 	}
-	return c.Args().Slice(), nil
+	usage := "usage: " + strings.TrimSpace(argv.Path(c)+" "+strings.ToUpper(strings.Join(names, " ")))
+	if len(args) < len(names) {
+		return nil, fault.New(fault.Usage, "%s: missing %s", usage, strings.ToUpper(strings.Join(names[len(args):], " ")))
+	}
+	extra := args[len(names):]
+	words, _ := c.App.Metadata[metaWords].([]string)
+	if ss := argv.Splits(c.App, words); len(ss) > 0 {
+		// Only as many words as are too many can belong to the value.
+		s := ss[0]
+		s.After = s.After[:min(len(s.After), len(extra))]
+		ssh, _ := c.App.Metadata[metaSSH].(string)
+		return nil, fault.New(fault.Usage, "%s: unexpected %s after %s %s; if that is one value, quote the remote command (ssh splits it into words): %s \"%s\"",
+			usage, quoteWords(s.After), s.Flag, s.Value, ssh, argv.Quote(argv.Rejoin(words, s)))
+	}
+	return nil, fault.New(fault.Usage, "%s: unexpected %s", usage, quoteWords(extra))
+}
+
+// quoteWords names words in a message: "a", "b".
+func quoteWords(ws []string) string {
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = fmt.Sprintf("%q", w)
+	}
+	return strings.Join(q, " ")
 }

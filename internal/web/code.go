@@ -15,8 +15,8 @@ import (
 
 	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/highlight"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -64,7 +64,7 @@ func (s *Server) sshCommand(ctx context.Context) string {
 	if err != nil {
 		s.cfg.Log.WarnContext(ctx, "read ssh setting", "error", err)
 	}
-	return push.SSHCommand(v, s.cfg.URL)
+	return forge.SSHCommand(v, s.cfg.URL)
 }
 
 // cloneURLs returns the ssh URL of repository key (from the ssh setting,
