@@ -84,6 +84,7 @@ func App(env *Env) *cli.App {
 			BranchCommand(env),
 			hooksCommand(env),
 			tokenCommand(env),
+			gerritCommand(env),
 		},
 	}
 	argv.Strict(app)
