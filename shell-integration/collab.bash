@@ -31,8 +31,9 @@ _collab_words() {
 	"issue label") echo "--add --remove --json" ;;
 	"lease acquire") echo "--next --label --ttl --force --json" ;;
 	"lease renew") echo "--ttl --json" ;;
-	"lease release" | "lease list") echo "--json" ;;
-	"patch list") echo "--state --json" ;;
+	"lease release") echo "--force --json" ;;
+	"lease list") echo "--json" ;;
+	"patch list") echo "--state --reviewer --limit --after --json" ;;
 	"patch show") echo "--json" ;;
 	"patch diff") echo "--revision --from --json" ;;
 	"patch review") echo "--approve --request-changes --comment --revision --file --line --body --lease-token --json" ;;
@@ -44,7 +45,9 @@ _collab_words() {
 	"branch unprotect" | "branch list") echo "--json" ;;
 	"token new") echo "--name --json" ;;
 	"token list" | "token revoke") echo "--json" ;;
+	"hooks commit-msg") echo "--json" ;;
 	"repo list" | "whoami ") echo "--json" ;;
+	"gerrit query") echo "--format=JSON --current-patch-set --patch-sets project: status:open change:" ;;
 	esac
 }
 
@@ -53,7 +56,7 @@ _collab_complete_from() {
 	local i=$1 cur=${COMP_WORDS[COMP_CWORD]}
 	local verb=${COMP_WORDS[i]:-} sub=${COMP_WORDS[i+1]:-}
 	if [ "$COMP_CWORD" -eq "$i" ]; then
-		COMPREPLY=($(compgen -W "whoami repo issue lease patch branch token hooks" -- "$cur"))
+		COMPREPLY=($(compgen -W "whoami repo issue lease patch branch token hooks gerrit" -- "$cur"))
 		return
 	fi
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
@@ -66,6 +69,7 @@ _collab_complete_from() {
 		token) subs="new list revoke" ;;
 		repo) subs="list" ;;
 		hooks) subs="commit-msg" ;;
+		gerrit) subs="query" ;;
 		whoami) subs="--json" ;;
 		esac
 		COMPREPLY=($(compgen -W "$subs" -- "$cur"))

@@ -39,6 +39,14 @@ func RecoveredRef(id, oid string) string { return Patches + id + "/recovered/" +
 // RecordRef holds the exported record of patch id.
 func RecordRef(id string) string { return Patches + id + "/record" }
 
+// FetchLine is the command that fetches every ref of patch id (its
+// revisions, head and record) into a clone whose remote is origin, under
+// refs/remotes/origin/patches/ID/: clones fetch only branches and tags by
+// default, so a printed range-diff of two revisions needs this first.
+func FetchLine(id string) string {
+	return "git fetch origin '" + Patches + id + "/*:refs/remotes/origin/patches/" + id + "/*'"
+}
+
 // IssueRef holds the exported record of issue id.
 func IssueRef(id string) string { return Issues + id }
 

@@ -37,6 +37,7 @@ const (
 	FieldLeaseToken = "lease-token"
 	FieldForce      = "force"
 	FieldName       = "name"
+	FieldReviewer   = "reviewer"
 )
 
 // Service runs the user actions on one forge.

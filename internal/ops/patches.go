@@ -12,6 +12,7 @@ import (
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/store"
@@ -66,6 +67,9 @@ type ListPatches struct {
 	Limit int
 	// After is the id (or prefix) of the last patch of the previous page.
 	After string
+	// Reviewer, when set, keeps the patches that ask this principal to
+	// review them (Gerrit's r=).
+	Reviewer string
 }
 
 // ListPatches lists patches newest first, each with its revisions, review
@@ -76,9 +80,12 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 	if err != nil {
 		return nil, err
 	}
+	if err := checkReviewer(in.Reviewer); err != nil {
+		return nil, err
+	}
 	var list []patches.Patch
 	err = s.DB.Read(ctx, func(tx store.Tx) error {
-		list, err = patches.List(ctx, tx, sc.key, state, in.Limit, in.After)
+		list, err = patches.ListFiltered(ctx, tx, sc.key, state, in.Limit, in.After, patches.Filter{Reviewer: in.Reviewer})
 		return err
 	})
 	if err != nil {
@@ -99,6 +106,15 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkReviewer refuses a reviewer filter that cannot be a principal's
+// name ("" asks for no filter).
+func checkReviewer(name string) error {
+	if name != "" && !principals.ValidName(name) {
+		return fault.NewField(fault.Usage, FieldReviewer, "bad %s %q: want a principal name", fault.Field(FieldReviewer), text.Clip(name))
+	}
+	return nil
 }
 
 // ShowPatch reads a patch with its revisions, reviews, linked issues,

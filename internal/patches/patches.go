@@ -189,6 +189,17 @@ func Get(ctx context.Context, q store.Querier, repo, id string) (Patch, error) {
 // the patch id after (a full id or prefix; "" starts at the newest).
 // Each carries its revisions, reviews and linked issues.
 func List(ctx context.Context, q store.Querier, repo, state string, limit int, after string) ([]Patch, error) {
+	return ListFiltered(ctx, q, repo, state, limit, after, Filter{})
+}
+
+// Filter narrows a list of patches beyond their state.
+type Filter struct {
+	// Reviewer keeps the patches that ask this principal to review them.
+	Reviewer string
+}
+
+// ListFiltered is List with the patches f keeps.
+func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limit int, after string, f Filter) ([]Patch, error) {
 	if state == "" {
 		state = string(Open)
 	}
@@ -205,6 +216,10 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 	if state != All {
 		where += " AND state = ?"
 		args = append(args, state)
+	}
+	if f.Reviewer != "" {
+		where += " AND id IN (SELECT patch_id FROM patch_reviewers WHERE repo = ? AND name = ?)"
+		args = append(args, repo, f.Reviewer)
 	}
 	if after != "" {
 		id, err := Resolve(ctx, q, repo, after)

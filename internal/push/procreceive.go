@@ -197,20 +197,13 @@ func (e *Env) tell(ctx context.Context, res received, tip git.Commit, base strin
 	e.say("%s", line)
 	if res.added && res.prev != nil {
 		e.say("compare with revision %d (another clone fetches the revisions first):", res.prev.Number)
-		e.say("%s", FetchLine(id))
+		e.say("%s", collabref.FetchLine(id))
 		e.say("git range-diff %s..%s %s..%s", res.prev.BaseCommit, res.prev.Commit, res.rev.BaseCommit, res.rev.Commit)
 	}
 	if len(tip.Patch) == 0 && len(tip.ChangeID) == 0 {
 		e.say("this commit has no Patch: trailer; to revise this patch by amending, install the hook and record the id:")
 		e.say("%s", HookHint(e.sshCommand(ctx, base), id))
 	}
-}
-
-// FetchLine is the command that fetches every revision of patch id into
-// a clone whose remote is origin (clones fetch only branches and tags by
-// default), so that the printed range-diff runs there too.
-func FetchLine(id string) string {
-	return fmt.Sprintf("git fetch origin 'refs/collab/patches/%s/*:refs/remotes/origin/patches/%s/*'", id, id)
 }
 
 // HookHint is the contract's copy-paste line that installs the commit-msg

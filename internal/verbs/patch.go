@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
@@ -21,9 +22,10 @@ func patchCommand(env *Env) *cli.Command {
 			{
 				Name:      "list",
 				Usage:     "list patches, newest first",
-				ArgsUsage: "REPO [--state open|merged|closed|all] [--limit N] [--after ID]",
-				Flags:     listFlags("patch", string(patches.Open), "open, merged, closed or all"),
-				Action:    env.patchList,
+				ArgsUsage: "REPO [--state open|merged|closed|all] [--reviewer NAME] [--limit N] [--after ID]",
+				Flags: append(listFlags("patch", string(patches.Open), "open, merged, closed or all"),
+					&cli.StringFlag{Name: "reviewer", Usage: "only patches that ask NAME to review them"}),
+				Action: env.patchList,
 			},
 			{
 				Name:      "show",
@@ -96,7 +98,7 @@ func (env *Env) patchList(c *cli.Context) error {
 		return err
 	}
 	out, err := env.Ops().ListPatches(c.Context, env.actor(), ops.ListPatches{
-		Repo: repo, State: c.String("state"), Limit: c.Int("limit"), After: c.String("after"),
+		Repo: repo, State: c.String("state"), Limit: c.Int("limit"), After: c.String("after"), Reviewer: c.String("reviewer"),
 	})
 	if err != nil {
 		return err
@@ -131,6 +133,12 @@ func printPatch(w io.Writer, p review.Shown) {
 	if p.Topic != "" {
 		fmt.Fprintf(w, "topic: %s\n", p.Topic)
 	}
+	if len(p.Reviewers) > 0 {
+		fmt.Fprintf(w, "reviewers: %s\n", strings.Join(p.Reviewers, ", "))
+	}
+	if len(p.Hashtags) > 0 {
+		fmt.Fprintf(w, "hashtags: #%s\n", strings.Join(p.Hashtags, " #"))
+	}
 	if p.URL != "" {
 		fmt.Fprintln(w, p.URL)
 	}
@@ -151,9 +159,12 @@ func printPatch(w io.Writer, p review.Shown) {
 	if d := strings.TrimSpace(p.Description); d != "" {
 		fmt.Fprintf(w, "\n%s\n", d)
 	}
-	fmt.Fprintln(w, "\nrevisions:")
+	fmt.Fprintf(w, "\nrevisions (fetch them: %s):\n", collabref.FetchLine(p.ID))
 	for _, r := range p.Revisions {
 		fmt.Fprintf(w, "  %d  base %s  commit %s  pushed by %s at %s\n", r.Number, r.BaseCommit, r.Commit, r.Pusher, r.CreatedAt)
+		if r.Message != "" {
+			fmt.Fprintf(w, "     %s\n", oneLine(r.Message))
+		}
 		printChecks(w, r.Checks)
 	}
 	printSubmit(w, p.Submit)

@@ -272,7 +272,8 @@ func (s *Server) apiPatches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.ops.ListPatches(r.Context(), actor(r), ops.ListPatches{Repo: name, State: r.URL.Query().Get("state"), Limit: limit, After: after})
+	out, err := s.ops.ListPatches(r.Context(), actor(r), ops.ListPatches{Repo: name, State: r.URL.Query().Get("state"), Limit: limit, After: after,
+		Reviewer: r.URL.Query().Get("reviewer")})
 	if err != nil {
 		return err
 	}
