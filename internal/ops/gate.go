@@ -291,6 +291,8 @@ type Submitted struct {
 	// Attempts is how many times the result was built (more than one when
 	// another move of the branch won the race).
 	Attempts int
+	// Closed are the issues the merge closed.
+	Closed []string
 }
 
 // Submit merges a patch's latest revision into its base branch when every
@@ -318,7 +320,7 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 	if err != nil {
 		return Submitted{}, err
 	}
-	return Submitted{Patch: shown, Commit: res.Commit, Attempts: res.Attempts}, nil
+	return Submitted{Patch: shown, Commit: res.Commit, Attempts: res.Attempts, Closed: res.Closed}, nil
 }
 
 // SubmitStatus says whether a patch may be submitted with strategy ("":

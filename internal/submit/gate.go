@@ -216,6 +216,9 @@ type Submitted struct {
 	Written int
 	// Attempts is how many times the result was built.
 	Attempts int
+	// Closed are the issues the merge closed (the patch's open linked
+	// ones), for the submitter to be told as a pusher is.
+	Closed []string
 }
 
 // Submit merges patch id of repo (a key) into its base branch by
@@ -312,10 +315,17 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 		}
 		env := &push.Env{Root: g.Root, DB: g.DB, Repo: repoKey, Git: repo, Principal: submitter,
 			Stderr: io.Discard, Log: g.Log, Now: g.now}
-		if _, err := push.RecordSubmitted(ctx, env, p.Base, tip, res.Commit, st.Strategy); err != nil {
+		merged, err := push.RecordSubmitted(ctx, env, p.Base, tip, res.Commit, st.Strategy)
+		if err != nil {
 			return Submitted{}, fault.Default(err, fmt.Sprintf("patch %s was merged into %s as %s, but recording it failed (the next push, the sweep or fsck records it)", p.ID, p.Base, res.Commit))
 		}
-		return Submitted{Status: st, Commit: res.Commit, Written: res.Written, Attempts: attempt}, nil
+		var closed []string
+		for _, m := range merged {
+			if m.PatchID == p.ID {
+				closed = append(closed, m.Closed...)
+			}
+		}
+		return Submitted{Status: st, Commit: res.Commit, Written: res.Written, Attempts: attempt, Closed: closed}, nil
 	}
 	return Submitted{}, fault.New(fault.Conflict, "patch %s: the branch kept moving during the submit (%d attempts); try again", id, MaxAttempts)
 }

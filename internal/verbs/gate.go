@@ -154,6 +154,14 @@ func (env *Env) patchSubmit(c *cli.Context) error {
 			strategy = m.Strategy
 		}
 		fmt.Fprintf(w, "patch %s merged into %s as %s (%s, submitted by %s)\n", p.ID, p.Base, out.Commit, strategy, env.Principal)
+		// As a push that merges says it (push.Env.Scan).
+		for _, is := range out.Closed {
+			if u := env.issueURL(p.Repo, is); u != "" {
+				fmt.Fprintf(w, "closed issue %s: %s\n", is, u)
+			} else {
+				fmt.Fprintf(w, "closed issue %s\n", is)
+			}
+		}
 	})
 }
 
