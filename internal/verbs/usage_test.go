@@ -39,6 +39,15 @@ func TestUsageErrors(t *testing.T) {
 		{`frobnicate`, `collab: unknown command "frobnicate"; run 'help' for the list`},
 		{`patch lst demo`, `collab: unknown subcommand "lst" of patch (did you mean "list"?); one of: list, show, diff, review, close, reopen, merge`},
 		{`lease`, `collab: usage: lease SUBCOMMAND (one of: `},
+		// The gate's verbs read the same way.
+		{`branch protect demo`, `collab: usage: branch protect REPO BRANCH: missing BRANCH`},
+		{`branch protekt demo main`, `collab: unknown subcommand "protekt" of branch (did you mean "protect"?); one of: protect, unprotect, list`},
+		{`branch protect demo main --approvals`, `collab: flag --approvals needs a value`},
+		{`patch submti demo abcd`, `(did you mean "submit"?)`},
+		{`patch check demo abcd ci --state success --summary all good`,
+			`collab: usage: patch check REPO ID NAME: unexpected "good" after --summary all; if that is one value, quote the remote command (ssh splits it into words): ssh -p 2222 git@forge.example "patch check demo abcd ci --state success --summary 'all good'"`},
+		{`gerrit query`, `collab: usage: gerrit query [--format=JSON] [--current-patch-set] [--patch-sets] TERM…: missing a term`},
+		{`gerrit query bogus:1`, `collab: gerrit query: unsupported term "bogus:1"; known: project:NAME, status:open|merged|abandoned, change:ID, limit:N`},
 	} {
 		words, err := shellwords.Split(tc.line)
 		if err != nil {
