@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"database/sql"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,4 +43,20 @@ func TestPatchPageGerrit(t *testing.T) {
 		t.Errorf("revision 1 has no message, yet one is shown")
 	}
 
+	// The API's list filters by a reviewer asked, as patch list --reviewer.
+	api := "/api/v1/repos/org%2Fdemo/patches"
+	for _, tc := range []struct {
+		query  string
+		status int
+		want   string
+	}{
+		{"?reviewer=bob", 200, `"id":"` + f.patch + `"`},
+		{"?reviewer=zed&state=all", 200, "^\\[\\]\n$"},
+		{"?reviewer=Bob", 400, `{"error":"bad \\"reviewer\\" \\"Bob\\": want a principal name"}`},
+	} {
+		got := f.do(req{method: "GET", path: api + tc.query})
+		if got.status != tc.status || !regexp.MustCompile(tc.want).MatchString(got.body) {
+			t.Errorf("GET %s%s: %d %s, want %d and %s", api, tc.query, got.status, got.body, tc.status, tc.want)
+		}
+	}
 }
