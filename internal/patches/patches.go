@@ -260,11 +260,11 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	}
 	inPage := "WHERE repo = ? AND patch_id IN (SELECT id " + page + ")"
 	pageArgs := append([]any{repo}, args...)
-	err = store.Each(ctx, q, "SELECT patch_id, number, commit_oid, base_commit, pusher, created_at FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
+	err = store.Each(ctx, q, "SELECT patch_id, number, commit_oid, base_commit, pusher, created_at, message FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
 		func(rows *sql.Rows) error {
 			var id string
 			var r Revision
-			if err := rows.Scan(&id, &r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt); err != nil {
+			if err := rows.Scan(&id, &r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message); err != nil {
 				return err
 			}
 			if p := byID[id]; p != nil {
@@ -316,7 +316,7 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 
 // Revisions returns the revisions of a patch in order, 1 first.
 func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revision, error) {
-	rows, err := q.QueryContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at
+	rows, err := q.QueryContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at, message
 		FROM revisions WHERE repo = ? AND patch_id = ? ORDER BY number`, repo, id)
 	if err != nil {
 		return nil, fmt.Errorf("read revisions of %s: %w", id, err)
@@ -325,7 +325,7 @@ func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revisio
 	out := []Revision{}
 	for rows.Next() {
 		var r Revision
-		if err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt); err != nil {
+		if err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message); err != nil {
 			return nil, fmt.Errorf("read revisions of %s: %w", id, err)
 		}
 		out = append(out, r)
@@ -336,9 +336,9 @@ func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revisio
 // RevisionN returns revision n of a patch (fault.NotFound when missing).
 func RevisionN(ctx context.Context, q store.Querier, repo, id string, n int) (Revision, error) {
 	r := Revision{Number: n}
-	err := q.QueryRowContext(ctx, `SELECT commit_oid, base_commit, pusher, created_at
+	err := q.QueryRowContext(ctx, `SELECT commit_oid, base_commit, pusher, created_at, message
 		FROM revisions WHERE repo = ? AND patch_id = ? AND number = ?`, repo, id, n).
-		Scan(&r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt)
+		Scan(&r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Revision{}, fault.New(fault.NotFound, "patch %s has no revision %d", id, n)
 	}

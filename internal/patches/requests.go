@@ -54,8 +54,9 @@ func SetRevisionMessage(ctx context.Context, tx store.Querier, repo, id string, 
 	return nil
 }
 
-// fillRequests reads the reviewers, hashtags and revision messages of ps
-// (patches of repo), one query each whatever their number.
+// fillRequests reads the reviewers and hashtags of ps (patches of repo),
+// one query each whatever their number. (A revision's message is read
+// with the revision.)
 func fillRequests(ctx context.Context, q store.Querier, repo string, ps []*Patch) error {
 	if len(ps) == 0 {
 		return nil
@@ -73,49 +74,27 @@ func fillRequests(ctx context.Context, q store.Querier, repo string, ps []*Patch
 		args = append(args, p.ID)
 	}
 	where := " WHERE repo = ? AND patch_id IN (" + in + ")"
-	err := store.Each(ctx, q, "SELECT patch_id, name FROM patch_reviewers"+where+" ORDER BY patch_id, name", args, func(rows *sql.Rows) error {
-		var id, name string
-		if err := rows.Scan(&id, &name); err != nil {
-			return err
-		}
-		if p := byID[id]; p != nil {
-			p.Reviewers = append(p.Reviewers, name)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read patch reviewers: %w", err)
-	}
-	err = store.Each(ctx, q, "SELECT patch_id, tag FROM patch_hashtags"+where+" ORDER BY patch_id, tag", args, func(rows *sql.Rows) error {
-		var id, tag string
-		if err := rows.Scan(&id, &tag); err != nil {
-			return err
-		}
-		if p := byID[id]; p != nil {
-			p.Hashtags = append(p.Hashtags, tag)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read patch hashtags: %w", err)
-	}
-	err = store.Each(ctx, q, "SELECT patch_id, number, message FROM revisions"+where+" AND message != ''", args, func(rows *sql.Rows) error {
-		var id, msg string
-		var n int
-		if err := rows.Scan(&id, &n, &msg); err != nil {
-			return err
-		}
-		if p := byID[id]; p != nil {
-			for i := range p.Revisions {
-				if p.Revisions[i].Number == n {
-					p.Revisions[i].Message = msg
-				}
+	for _, r := range []struct {
+		what, query string
+		into        func(*Patch) *[]string
+	}{
+		{"reviewers", "SELECT patch_id, name FROM patch_reviewers" + where + " ORDER BY patch_id, name", func(p *Patch) *[]string { return &p.Reviewers }},
+		{"hashtags", "SELECT patch_id, tag FROM patch_hashtags" + where + " ORDER BY patch_id, tag", func(p *Patch) *[]string { return &p.Hashtags }},
+	} {
+		err := store.Each(ctx, q, r.query, args, func(rows *sql.Rows) error {
+			var id, v string
+			if err := rows.Scan(&id, &v); err != nil {
+				return err
 			}
+			if p := byID[id]; p != nil {
+				l := r.into(p)
+				*l = append(*l, v)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read patch %s: %w", r.what, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read revision messages: %w", err)
 	}
 	return nil
 }

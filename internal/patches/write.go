@@ -88,9 +88,9 @@ func Edit(ctx context.Context, tx store.Querier, repo, id string, u Update, now 
 func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCommit, pusher string, now time.Time) (rev Revision, added bool, err error) {
 	var n int
 	var r Revision
-	err = tx.QueryRowContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at FROM revisions
+	err = tx.QueryRowContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at, message FROM revisions
 		WHERE repo = ? AND patch_id = ? AND commit_oid = ?`, repo, id, commit).
-		Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt)
+		Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message)
 	if err == nil {
 		return r, false, nil
 	}
