@@ -382,8 +382,8 @@ func greet(ctx context.Context, env *verbs.Env) error {
 			fmt.Fprintf(&b, "  %-6s %s\n", repo.Access, reponame.Display(repo.Name))
 		}
 	}
-	fmt.Fprintf(&b, "\nVerbs (%s VERB …): whoami, repo list, issue, lease, patch, hooks commit-msg, token, gerrit query; 'help' lists them.\n",
-		forge.SSHCommand(env.SSH, env.URL))
+	fmt.Fprintf(&b, "\nVerbs (%s VERB …): %s; 'help' lists them.\n",
+		forge.SSHCommand(env.SSH, env.URL), verbs.Overview())
 	if len(rs) > 0 && env.SSH != "" {
 		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(env.SSH, rs[0].Name))
 	}

@@ -91,6 +91,21 @@ func App(env *Env) *cli.App {
 	return app
 }
 
+// Overview names the verbs in one line, in the tree's order, a verb with
+// a single subcommand together with it ("repo list"): what the login
+// greeting lists, so that it names every verb there is.
+func Overview() string {
+	var names []string
+	for _, c := range App(&Env{}).Commands {
+		n := c.Name
+		if len(c.Subcommands) == 1 {
+			n += " " + c.Subcommands[0].Name
+		}
+		names = append(names, n)
+	}
+	return strings.Join(names, ", ")
+}
+
 // Run runs one verb line (already split into words) and returns its exit
 // code. Refusals print one line on stderr; with --json they also print the
 // refusal object on stdout.
