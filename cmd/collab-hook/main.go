@@ -20,6 +20,7 @@ func main() {
 	// A pusher's Ctrl-C closes the hooks' stderr; the database work must
 	// still finish, so a write to a closed pipe is an error, not a death.
 	signal.Ignore(syscall.SIGPIPE)
+	syscall.Umask(forge.Umask)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args))

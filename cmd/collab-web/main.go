@@ -27,6 +27,7 @@ import (
 )
 
 func main() {
+	syscall.Umask(forge.Umask)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	app := &cli.App{
