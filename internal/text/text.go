@@ -1,8 +1,21 @@
 // Package text checks user-written text (titles, bodies, comments) before it
-// is stored: bounded, valid UTF-8, no NUL bytes.
+// is stored: bounded, valid UTF-8, no NUL bytes, and no control characters
+// in one-line values. It also makes stored text safe to print on a
+// terminal (Show, ShowBody): the one neutraliser every plain-text output
+// uses (the SSH verbs, the hooks' remote: lines, refusal messages).
+//
+// The convention, readable and unambiguous for the characters a terminal
+// acts on: each C0 control and DEL is shown as a Go-style \xHH escape (ESC
+// is \x1b, BEL \x07), each C1 control (U+0080 to U+009F) as \u00HH, and a
+// byte that is not UTF-8 as \xHH. A planted escape sequence such as
+// "\x1b]0;pwned\x07" is thus printed as exactly those ten visible
+// characters. Backslashes themselves are left alone: the output is for
+// reading, and the exact text is in --json (JSON escapes control
+// characters itself).
 package text
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -27,12 +40,94 @@ func Check(what, v string, limit int) error {
 	return nil
 }
 
+// CheckLine is Check for a one-line value such as a title or a topic: it
+// also refuses every control character (C0 including newline and tab, DEL,
+// C1), since such a value is printed inside other lines where a tab or an
+// escape sequence would mislead the reader.
+func CheckLine(what, v string, limit int) error {
+	if err := Check(what, v, limit); err != nil {
+		return err
+	}
+	for i, r := range v {
+		if IsControl(r) {
+			if r == '\n' || r == '\r' {
+				return fault.New(fault.Usage, "%s must be one line", what)
+			}
+			return fault.New(fault.Usage, "%s holds the control character %s at byte %d; titles and other one-line values may hold none",
+				what, escape(r), i)
+		}
+	}
+	return nil
+}
+
+// IsControl reports whether r is a control character a terminal may act
+// on: C0, DEL or C1 (Unicode's category Cc).
+func IsControl(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f)
+}
+
+// Show returns s ready to print inside a line of plain-text output: every
+// control character, newlines and tabs included, and every byte that is
+// not UTF-8 is shown as an escape (see the package's convention). Text
+// that needs none comes back unchanged, without a copy.
+func Show(s string) string { return show(s, false) }
+
+// ShowBody is Show for multi-line text (bodies, comments, whole outputs):
+// newlines, tabs and a carriage return right before a newline are kept.
+func ShowBody(s string) string { return show(s, true) }
+
+// show is the one neutraliser behind Show, ShowBody and Clip.
+func show(s string, body bool) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || (IsControl(r) && !(body && kept(s, i, r))) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case IsControl(r) && !(body && kept(s, i, r)):
+			b.WriteString(escape(r))
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// kept reports whether multi-line text keeps the control character r at
+// s[i]: a newline, a tab, or the carriage return of a CRLF line end (a
+// lone one would let the next text overwrite the line).
+func kept(s string, i int, r rune) bool {
+	return r == '\n' || r == '\t' || (r == '\r' && i+1 < len(s) && s[i+1] == '\n')
+}
+
+// escape is the visible form of the control character r.
+func escape(r rune) string {
+	if r < 0x80 {
+		return fmt.Sprintf(`\x%02x`, r)
+	}
+	return fmt.Sprintf(`\u%04x`, r)
+}
+
 // ClipLen is how much of a client's value a message quotes back.
 const ClipLen = 70
 
 // Clip shortens v for quoting in a one-line message: at most ClipLen bytes,
-// cut on a rune boundary and marked with "…", with control characters and
-// invalid UTF-8 shown as '?', so that a hostile value cannot break the line.
+// cut on a rune boundary and marked with "…", then shown as Show does, so
+// that a hostile value cannot break the line or reach the terminal.
 func Clip(v string) string {
 	if len(v) > ClipLen {
 		cut := ClipLen
@@ -41,10 +136,34 @@ func Clip(v string) string {
 		}
 		v = v[:cut] + "…"
 	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
-			return '?'
+	return Show(v)
+}
+
+// JSON rewrites DEL and the C1 controls inside encoded JSON as \u escapes.
+// encoding/json escapes only what JSON requires (below U+0020), and a C1
+// control such as U+009B (CSI) printed raw is still an escape sequence to
+// some terminals. In JSON text these characters can only sit inside
+// strings, so the result decodes to exactly the same values.
+func JSON(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] != 0x7f && !(b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f) {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, b[:i]...)
+	for ; i < len(b); i++ {
+		switch {
+		case b[i] == 0x7f:
+			out = append(out, `\u007f`...)
+		case b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+			i++
+		default:
+			out = append(out, b[i])
 		}
-		return r
-	}, v)
+	}
+	return out
 }
