@@ -108,8 +108,9 @@ func ResolveIssueOrLease(ctx context.Context, q store.Querier, repo, prefix stri
 	) WHERE id >= ?2 AND id < ?3 ORDER BY id LIMIT 11`, repo)
 }
 
-// CheckTitle refuses an empty, multi-line, oversized or non-UTF-8 title and
-// returns it trimmed.
+// CheckTitle refuses an empty, multi-line or oversized title, or one that
+// is not UTF-8 or holds a control character (text.CheckLine: a title is
+// printed inside other lines), and returns it trimmed.
 func CheckTitle(title string) (string, error) {
 	t := strings.TrimSpace(title)
 	switch {
@@ -120,7 +121,7 @@ func CheckTitle(title string) (string, error) {
 	case strings.ContainsAny(t, "\r\n"):
 		return "", fault.New(fault.Usage, "title must be one line")
 	}
-	return t, text.Check("title", t, MaxTitle)
+	return t, text.CheckLine("title", t, MaxTitle)
 }
 
 // CheckBody refuses an oversized or non-UTF-8 body, or one holding a NUL.

@@ -118,7 +118,7 @@ func TestNewGetComment(t *testing.T) {
 
 func TestBadInputChangesNothing(t *testing.T) {
 	f := newFixture(t)
-	for _, title := range []string{"", "   ", "two\nlines", strings.Repeat("x", MaxTitle+1), "bad \xff"} {
+	for _, title := range []string{"", "   ", "two\nlines", strings.Repeat("x", MaxTitle+1), "bad \xff", "osc \x1b]0;pwned\x07", "c1 \u009b2J", "tab\tin"} {
 		err := f.write(func(tx *sql.Tx) error {
 			_, err := New(f.ctx, tx, "demo.git", "alice", title, "", t0)
 			return err

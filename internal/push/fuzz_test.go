@@ -7,6 +7,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // FuzzParseOptions: any push option either parses or is refused as bad
@@ -24,7 +25,7 @@ func FuzzParseOptions(f *testing.F) {
 			return
 		}
 		for _, s := range []*string{o.Title, o.Topic} {
-			if s != nil && (strings.ContainsAny(*s, "\n\r\x00") || !utf8.ValidString(*s)) {
+			if s != nil && (strings.ContainsFunc(*s, text.IsControl) || !utf8.ValidString(*s)) {
 				t.Fatalf("ParseOptions(%q, %q): value %q", a, b, *s)
 			}
 		}
@@ -64,7 +65,7 @@ func FuzzTrailers(f *testing.F) {
 			}
 		}
 		s := Subject(msg)
-		if strings.ContainsAny(s, "\n\r") || len(s) > MaxTitle || (utf8.ValidString(msg) && !utf8.ValidString(s)) {
+		if strings.ContainsFunc(s, text.IsControl) || len(s) > MaxTitle || (utf8.ValidString(msg) && !utf8.ValidString(s)) {
 			t.Fatalf("Subject(%q) = %q", msg, s)
 		}
 		if b := Body(msg); len(b) > len(msg) {

@@ -57,10 +57,12 @@ func CheckTip(c git.Commit) error {
 }
 
 // Subject is the first paragraph of a message joined into one line, as git
-// shows it; Body is the rest without the final trailer paragraph.
+// shows it, with control characters shown as text.Show does (a title holds
+// none; a commit's subject is git's, so it is made harmless rather than
+// refused); Body is the rest without the final trailer paragraph.
 func Subject(msg string) string {
 	para, _, _ := strings.Cut(strings.TrimLeft(strings.ReplaceAll(msg, "\r\n", "\n"), "\n"), "\n\n")
-	s := strings.Join(strings.Fields(para), " ")
+	s := text.Show(strings.Join(strings.Fields(para), " "))
 	if len(s) > MaxTitle {
 		s = strings.ToValidUTF8(s[:MaxTitle], "")
 	}

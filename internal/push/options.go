@@ -203,7 +203,7 @@ func line(what, v string, limit int) error {
 	if strings.ContainsAny(v, "\r\n") {
 		return fault.New(fault.Usage, "push option %s must be one line", what)
 	}
-	return nil
+	return text.CheckLine("push option "+what, v, limit)
 }
 
 // EnvOptions reads the push options git hands pre- and post-receive in

@@ -26,6 +26,8 @@ func TestParseOptions(t *testing.T) {
 		{in: []string{"colour=red"}, want: "unknown push option \"colour\"; known options: title="},
 		{in: []string{"title"}, want: "title needs a value"},
 		{in: []string{"title=a\nb"}, want: "one line"},
+		{in: []string{"title=\x1b]0;pwned\x07"}, want: `push option title holds the control character \x1b at byte 0`},
+		{in: []string{"topic=a\tb"}, want: `push option topic holds the control character \x09`},
 		{in: []string{"title=" + strings.Repeat("x", MaxTitle+1)}, want: "too long"},
 		{in: []string{"draft=maybe"}, want: "want true or false"},
 		{in: []string{"patch=-rf"}, want: "want a patch id"},
@@ -81,6 +83,7 @@ func TestSubjectBody(t *testing.T) {
 		{"S\n\nBody\n\nMore\n\nPatch: abcdabcd\nFixes: 1234\n", "S", "Body\n\nMore"},
 		{"S\n\nNot: a trailer block\nbecause this line\n", "S", "Not: a trailer block\nbecause this line"},
 		{"S\r\n\r\nB\r\n", "S", "B"},
+		{"OSC \x1b]0;pwned\x07 CSI \x1b[2J\n\nB\x1b\n", `OSC \x1b]0;pwned\x07 CSI \x1b[2J`, "B\x1b"},
 	} {
 		if s, b := Subject(tc.msg), Body(tc.msg); s != tc.subject || b != tc.body {
 			t.Errorf("%q: subject %q body %q, want %q %q", tc.msg, s, b, tc.subject, tc.body)
