@@ -16,6 +16,7 @@ import (
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func userCommand() *cli.Command {
@@ -115,7 +116,7 @@ func keyCommand() *cli.Command {
 							return err
 						}
 						for _, k := range ks {
-							fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%s\n", k.Fingerprint, k.Principal, k.Type, k.Comment)
+							fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%s\n", k.Fingerprint, k.Principal, k.Type, text.Show(k.Comment))
 						}
 						return nil
 					})

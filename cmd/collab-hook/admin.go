@@ -14,6 +14,7 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func initCommand() *cli.Command {
@@ -133,7 +134,7 @@ func repoCommand() *cli.Command {
 							if r.Public {
 								vis = "public"
 							}
-							fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\n", reponame.Display(r.Name), vis, r.Description)
+							fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\n", reponame.Display(r.Name), vis, text.Show(r.Description))
 						}
 						return nil
 					})

@@ -19,6 +19,7 @@ import (
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // hookCommand is what the repository hook shims exec. Each hook is a thin
@@ -66,7 +67,7 @@ func runHook(ctx context.Context, g globals, name string) error {
 			l = l.With("REPO", key)
 		}
 		l.Error(name, "PRINCIPAL", h.Principal, "OUTCOME", "error", "error", err.Error())
-		fmt.Fprintf(os.Stderr, "collab: %s\n", fault.Public(err))
+		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return cli.Exit("", 1)
 	}
 	key, dir, err := push.RepoDir(root)
@@ -102,7 +103,7 @@ func runHook(ctx context.Context, g globals, name string) error {
 	case "pre-receive":
 		if err := push.PreReceive(ctx, e, us, push.EnvOptions()); err != nil {
 			// PreReceive logged it with the refs.
-			fmt.Fprintf(os.Stderr, "collab: %s\n", fault.Public(err))
+			fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 			return cli.Exit("", 1)
 		}
 	case "proc-receive":

@@ -14,6 +14,7 @@ import (
 	"github.com/collab-forge/collab/internal/argv"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func main() {
@@ -76,7 +77,7 @@ func report(err error) int {
 	if ec, ok := err.(cli.ExitCoder); ok && fault.KindOf(err) == fault.Internal {
 		return ec.ExitCode() // already reported (serve, hooks)
 	}
-	fmt.Fprintf(os.Stderr, "collab-hook: %s\n", fault.Public(err))
+	fmt.Fprintf(os.Stderr, "collab-hook: %s\n", text.Show(fault.Public(err)))
 	if fault.KindOf(err) == fault.Internal && fault.Public(err) != err.Error() {
 		fmt.Fprintf(os.Stderr, "collab-hook: detail: %v\n", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 	"github.com/collab-forge/collab/internal/webhook/subs"
 )
 
@@ -161,7 +162,7 @@ func webhookLine(s subs.Subscription) string {
 	if evs == "" {
 		evs = "*"
 	}
-	line := fmt.Sprintf("%d\t%s\trepo=%s\tevents=%s\tcursor=%d", s.ID, s.URL, repo, evs, s.Cursor)
+	line := fmt.Sprintf("%d\t%s\trepo=%s\tevents=%s\tcursor=%d", s.ID, text.Show(s.URL), repo, evs, s.Cursor)
 	if s.RemovedAt != "" {
 		line += "\tremoved=" + s.RemovedAt
 	}
@@ -184,7 +185,7 @@ func webhookPrintDeliveries(w io.Writer, ds []subs.Delivery) {
 			}
 			line := fmt.Sprintf("  %s\tstatus=%s\t%dms", a.At, status, a.DurationMS)
 			if a.Error != "" {
-				line += "\terror=" + a.Error
+				line += "\terror=" + text.Show(a.Error)
 			}
 			fmt.Fprintln(w, line)
 		}

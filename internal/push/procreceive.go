@@ -21,6 +21,7 @@ import (
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/pktline"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // report is proc-receive's answer for one command.
@@ -481,6 +482,8 @@ func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, 
 	return named, nil
 }
 
+// oneLine is s as one line a terminal only shows (git prints an ng
+// reason to the pusher as it is).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return text.Show(strings.Join(strings.Fields(s), " "))
 }

@@ -120,10 +120,12 @@ func (e *Env) patchURL(base, id string) string {
 	return base + "/" + reponame.Display(e.Repo) + "/-/patches/" + id
 }
 
-// say writes one line for the pusher; a pusher who went away (EPIPE) must
-// not stop the hook, so errors are dropped.
+// say writes one line for the pusher (git shows it as "remote: …"),
+// shown as text.Show does, so that nothing quoted in it (a title, a
+// refusal quoting a value) can act on the pusher's terminal; a pusher who
+// went away (EPIPE) must not stop the hook, so errors are dropped.
 func (e *Env) say(format string, args ...any) {
-	_, _ = fmt.Fprintf(e.Stderr, format+"\n", args...)
+	_, _ = io.WriteString(e.Stderr, text.Show(fmt.Sprintf(format, args...))+"\n")
 }
 
 func (e *Env) logger() *slog.Logger {

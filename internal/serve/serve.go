@@ -32,6 +32,7 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 	"github.com/collab-forge/collab/internal/verbs"
 )
 
@@ -437,8 +438,9 @@ func first2(w []string) []string {
 	return w
 }
 
+// oneLine is a refusal's message as one line a terminal only shows.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return text.Show(strings.Join(strings.Fields(s), " "))
 }
 
 func clip(s string) string {

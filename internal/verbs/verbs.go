@@ -4,6 +4,7 @@
 package verbs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -141,7 +142,9 @@ func Run(ctx context.Context, env *Env, words []string) int {
 		for k, v := range fe.Fields {
 			obj[k] = v
 		}
-		_ = json.NewEncoder(env.Stdout).Encode(obj)
+		if b, err := json.Marshal(obj); err == nil {
+			_, _ = env.Stdout.Write(append(text.JSON(b), '\n'))
+		}
 	}
 	return fault.ExitCode(err)
 }
@@ -174,25 +177,32 @@ func WantsJSON(words []string) bool {
 	return false
 }
 
+// oneLine is a refusal's message as one line a terminal only shows.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return text.Show(strings.Join(strings.Fields(s), " "))
 }
 
 // JSONFlag is the --json flag every verb takes.
 var JSONFlag = &cli.BoolFlag{Name: "json", Usage: "print one JSON document on stdout"}
 
-// Print writes v as JSON when --json is set, else calls text.
-func (env *Env) Print(c *cli.Context, v any, text func(w io.Writer)) error {
+// Print writes v as JSON when --json is set, else calls plain. Both pass
+// the terminal's edge here, so that no stored text (a title, a body, a
+// diff line) can act on the reader's terminal: plain output is shown as
+// text.ShowBody does, JSON stays exact with DEL and C1 escaped (text.JSON).
+func (env *Env) Print(c *cli.Context, v any, plain func(w io.Writer)) error {
+	var b bytes.Buffer
 	if c.Bool("json") {
-		enc := json.NewEncoder(env.Stdout)
+		enc := json.NewEncoder(&b)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(v); err != nil {
 			return fmt.Errorf("write json: %w", err)
 		}
-		return nil
+		_, err := env.Stdout.Write(text.JSON(b.Bytes()))
+		return err
 	}
-	text(env.Stdout)
-	return nil
+	plain(&b)
+	_, err := io.WriteString(env.Stdout, text.ShowBody(b.String()))
+	return err
 }
 
 // Body returns the value of flag name, reading stdin for "-", refusing
