@@ -48,6 +48,10 @@ package testscript
 //	    Sets $VAR to `git rev-parse REV` in the current directory (or DIR).
 //	prefix VAR N VALUE
 //	    Sets $VAR to the first N characters of VALUE (an id prefix).
+//	unescape VAR STRING
+//	    Sets $VAR to STRING with Go's escapes decoded (\x1b, \u009b, \n…),
+//	    so that a scenario can hold control characters without putting
+//	    them raw into its file: unescape OSC0 '\x1b]0;pwned\x07'.
 //	new-patch [-as NAME] [-save VAR] [-trailer] [-no-push] [-m PARAGRAPH]… [-o OPTION]… BRANCH BASE REMOTE
 //	    What a developer does to propose a change, in the current work
 //	    tree: fetch BASE from REMOTE, branch BRANCH off it, commit
@@ -103,6 +107,7 @@ func sessionCmds() map[string]scriptCmd {
 		"new-patch": cmdNewPatch,
 		"rev-parse": cmdRevParse,
 		"prefix":    cmdPrefix,
+		"unescape":  cmdUnescape,
 		"capture":   cmdCapture,
 		"jq":        cmdJQ,
 		"repeat":    cmdRepeat,
@@ -449,6 +454,17 @@ func cmdPrefix(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("prefix: bad length %q for %q", args[1], args[2])
 	}
 	ts.Setenv(args[0], args[2][:n])
+}
+
+func cmdUnescape(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: unescape VAR STRING")
+	}
+	v, err := strconv.Unquote(`"` + strings.ReplaceAll(args[1], `"`, `\"`) + `"`)
+	if err != nil {
+		ts.Fatalf("unescape: bad escapes in %q: %v", args[1], err)
+	}
+	ts.Setenv(args[0], v)
 }
 
 func cmdNewPatch(ts *testscript.TestScript, neg bool, args []string) {
