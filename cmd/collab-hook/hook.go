@@ -12,12 +12,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -83,10 +86,15 @@ func runHook(ctx context.Context, g globals, name string) error {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
-	// Where serve has just checked write access (or the push is local),
-	// pre-receive asks the database only for the branch rules of a push
-	// that touches branches; a refs/for push does not open it.
-	checked := name == "pre-receive" && h.WriteChecked(key, time.Now())
+	// Where serve has just checked write access and handed off the push
+	// limits (or the push is local, which no limit applies to), pre-receive
+	// asks the database only for the branch rules of a push that touches
+	// branches; a refs/for push does not open it.
+	if h.Principal == access.Local {
+		lim := pushlimit.Unlimited()
+		h.Limits = &lim
+	}
+	checked := name == "pre-receive" && h.WriteChecked(key, time.Now()) && h.Limits != nil
 	var db *store.DB
 	if !checked || push.TouchesBranches(us) {
 		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
@@ -97,7 +105,10 @@ func runHook(ctx context.Context, g globals, name string) error {
 	e := &push.Env{
 		Root: root, DB: db, Repo: key, Git: git.InHook(dir),
 		Principal: h.Principal, WriteChecked: checked, URL: g.url,
-		Stderr: os.Stderr, Log: log, Now: time.Now,
+		Stderr: os.Stderr, Log: log, Now: time.Now, Limits: h.Limits,
+	}
+	if name == "proc-receive" {
+		e.Rate = &ratelimit.Limiter{}
 	}
 	switch name {
 	case "pre-receive":

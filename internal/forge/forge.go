@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -39,16 +40,24 @@ const (
 	SettingRateRefill = ratelimit.SettingRefill
 )
 
-// Settings lists the known setting keys.
-var Settings = []string{SettingURL, SettingSSH, SettingBusyTimeout, SettingRateBurst, SettingRateRefill}
+// Settings lists the known setting keys: these and the push limits
+// (pushlimit.Settings).
+var Settings = append([]string{SettingURL, SettingSSH, SettingBusyTimeout, SettingRateBurst, SettingRateRefill},
+	pushlimit.Settings()...)
 
 // Defaults are what a setting means while it is unset (config get prints
 // them).
-var Defaults = map[string]string{
-	SettingBusyTimeout: store.DefaultBusyTimeout.String(),
-	SettingRateBurst:   strconv.FormatFloat(ratelimit.DefaultBurst, 'f', -1, 64),
-	SettingRateRefill:  strconv.FormatFloat(ratelimit.DefaultRefill, 'f', -1, 64),
-}
+var Defaults = func() map[string]string {
+	d := map[string]string{
+		SettingBusyTimeout: store.DefaultBusyTimeout.String(),
+		SettingRateBurst:   strconv.FormatFloat(ratelimit.DefaultBurst, 'f', -1, 64),
+		SettingRateRefill:  strconv.FormatFloat(ratelimit.DefaultRefill, 'f', -1, 64),
+	}
+	for _, k := range pushlimit.Settings() {
+		d[k] = pushlimit.Default(k)
+	}
+	return d
+}()
 
 // Root is a collab root directory.
 type Root struct{ Dir string }
@@ -182,6 +191,9 @@ func CheckSetting(key, value string) error {
 			return fault.New(fault.Usage, "bad %s %q: want writes a second, more than 0 and at most 1e9", key, value)
 		}
 	default:
+		if pushlimit.Default(key) != "" {
+			return pushlimit.Check(key, value)
+		}
 		return fault.New(fault.Usage, "unknown setting %q: want one of %s", key, strings.Join(Settings, ", "))
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
 // The variables of the hand-off.
@@ -23,6 +24,9 @@ const (
 	// AccessVar is "LEVEL KEY UNIXMILLIS": the access serve checked just
 	// before it exec'd git-receive-pack.
 	AccessVar = "COLLAB_ACCESS"
+	// LimitsVar is the push limits serve read with its access check
+	// (pushlimit.Limits.Encode).
+	LimitsVar = "COLLAB_PUSH_LIMITS"
 	// MergeScanBudgetVar is an operator's setting (it reaches the hooks
 	// through serve's own COLLAB_* variables, not from serve's decision):
 	// how many commits post-receive scans while the pusher waits.
@@ -44,6 +48,9 @@ type Handoff struct {
 	URL string
 	// Checked is serve's access check; the zero value means none.
 	Checked Check
+	// Limits are the push limits serve read; nil means none (the hooks
+	// read them from the database).
+	Limits *pushlimit.Limits
 	// MergeScanBudget is the operator's foreground merge scan budget (0:
 	// the default). Decode only: serve passes it through, never sets it.
 	MergeScanBudget int
@@ -61,7 +68,7 @@ type Check struct {
 // have put it).
 func Owned(name string) bool {
 	switch name {
-	case PrincipalVar, RootVar, URLVar, AccessVar:
+	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar:
 		return true
 	}
 	return false
@@ -78,6 +85,9 @@ func (h Handoff) Encode() []string {
 	}
 	if h.Checked.Repo != "" {
 		env = append(env, AccessVar+"="+fmt.Sprintf("%s %s %d", h.Checked.Level, h.Checked.Repo, h.Checked.At.UnixMilli()))
+	}
+	if h.Limits != nil {
+		env = append(env, LimitsVar+"="+h.Limits.Encode())
 	}
 	return env
 }
@@ -119,6 +129,9 @@ func Decode(getenv func(string) string) Handoff {
 		if err1 == nil && err2 == nil {
 			h.Checked = Check{Level: level, Repo: f[1], At: time.UnixMilli(ms)}
 		}
+	}
+	if l, ok := pushlimit.Decode(getenv(LimitsVar)); ok {
+		h.Limits = &l
 	}
 	if n, err := strconv.Atoi(getenv(MergeScanBudgetVar)); err == nil && n > 0 {
 		h.MergeScanBudget = n

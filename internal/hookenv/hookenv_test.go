@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
 func env(kv ...string) func(string) string {
@@ -45,7 +46,16 @@ func TestRoundTrip(t *testing.T) {
 	if d := Decode(env("COLLAB_MERGE_SCAN_BUDGET=50")); d.MergeScanBudget != 50 {
 		t.Errorf("budget = %d", d.MergeScanBudget)
 	}
-	for _, name := range []string{"COLLAB_PRINCIPAL", "COLLAB_ROOT", "COLLAB_URL", "COLLAB_ACCESS"} {
+	lim := pushlimit.Defaults()
+	lim.ForRefs = 3
+	h.Limits = &lim
+	if got := Decode(env(h.Encode()...)); got.Limits == nil || *got.Limits != lim {
+		t.Errorf("limits: Decode(Encode(h)) = %+v, want %+v", got.Limits, lim)
+	}
+	if d := Decode(env("COLLAB_PUSH_LIMITS=1 2 3")); d.Limits != nil {
+		t.Errorf("malformed limits decoded as %+v", d.Limits)
+	}
+	for _, name := range []string{"COLLAB_PRINCIPAL", "COLLAB_ROOT", "COLLAB_URL", "COLLAB_ACCESS", "COLLAB_PUSH_LIMITS"} {
 		if !Owned(name) {
 			t.Errorf("Owned(%s) = false", name)
 		}

@@ -59,7 +59,7 @@ func FuzzTrailers(f *testing.F) {
 		if fixes != "" {
 			c.Fixes = strings.Split(fixes, ",")
 		}
-		if err := CheckTip(c); err != nil {
+		if err := CheckTip(c, 64<<10); err != nil {
 			if fault.KindOf(err) != fault.Usage || strings.Contains(fault.Public(err), "\n") {
 				t.Fatalf("CheckTip: %v", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
 func TestSplitFor(t *testing.T) {
@@ -126,7 +127,7 @@ func TestChangeID(t *testing.T) {
 		{git.Commit{Patch: []string{"0123456789abcdef"}, ChangeID: []string{"abc", "def"}}, ""},
 	} {
 		tc.c.OID = oid
-		err := CheckTip(tc.c)
+		err := CheckTip(tc.c, pushlimit.Defaults().MessageBytes)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("CheckTip(%+v): %v, want %q", tc.c, err, tc.want)
 		}

@@ -7,20 +7,23 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/text"
 )
 
 const amendHint = "fix the last paragraph of the message with git commit --amend and push again"
 
 // CheckTip refuses a refs/for tip whose message collab cannot take: not
-// UTF-8, too long, or with Patch: trailers that are repeated, malformed or
-// all zero (Gerrit's Change-Id rules), the same of Change-Id: trailers on a
-// commit without Patch: (which names the patch then), or Fixes: trailers
-// that are no ids.
-func CheckTip(c git.Commit) error {
+// UTF-8, longer than maxMessage bytes (the push_max_message_bytes limit),
+// or with Patch: trailers that are repeated, malformed or all zero
+// (Gerrit's Change-Id rules), the same of Change-Id: trailers on a commit
+// without Patch: (which names the patch then), or Fixes: trailers that are
+// no ids.
+func CheckTip(c git.Commit, maxMessage int64) error {
 	short := c.OID[:12]
-	if len(c.Message) > MaxMessage {
-		return fault.New(fault.Usage, "commit %s: message of %d bytes is too long (at most %d); shorten it with git commit --amend", short, len(c.Message), MaxMessage)
+	if int64(len(c.Message)) > maxMessage {
+		return fault.New(fault.Usage, "commit %s: message of %d bytes is too long (at most %d, setting %s); shorten it with git commit --amend",
+			short, len(c.Message), maxMessage, pushlimit.SettingMessageBytes)
 	}
 	if !utf8.Valid(c.Message) {
 		return fault.New(fault.Usage, "commit %s: message is not valid UTF-8; rewrite it with git commit --amend (or set i18n.commitEncoding)", short)

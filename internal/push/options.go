@@ -20,7 +20,8 @@ import (
 const KnownOptions = "title=, description=, topic=, patch=ID, fixes=ISSUE, lease=TOKEN or lease=ISSUE:TOKEN, draft; " +
 	"Gerrit's r= or reviewer=, cc=, wip, private, ready, remove-private, m= or message=, hashtag= or t=, notify="
 
-// Limits on option values and on the message of a refs/for tip.
+// Limits on option values (the message of a refs/for tip is bounded by
+// the push_max_message_bytes setting, pushlimit).
 const (
 	MaxTitle       = 1000
 	MaxTopic       = 255
@@ -29,9 +30,6 @@ const (
 	// hashtags one push names.
 	MaxHashtag = 64
 	MaxNamed   = 100
-	// MaxMessage bounds the message of a refs/for tip: its subject and body
-	// become the patch's title and description.
-	MaxMessage = 64 << 10
 )
 
 // Lease is a -o lease= option: Issue is "" for the plain TOKEN form.

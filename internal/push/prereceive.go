@@ -9,6 +9,7 @@ import (
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
 // Namespaces of refs the hooks treat specially.
@@ -18,9 +19,10 @@ const (
 )
 
 // PreReceive checks a whole push before any ref moves: the pusher's write
-// access (unless e.WriteChecked), the push options, no client write under refs/collab/, no
-// refs/for deletes, and the branch rules (which always need e.DB). A refusal rejects every ref of the push; its message is
-// one line for the pusher. The message and trailers of a refs/for tip are
+// access (unless e.WriteChecked), the push limits (pushlimit), the push
+// options, no client write under refs/collab/, no refs/for deletes, and the
+// branch rules (which always need e.DB). A refusal rejects every ref of the
+// push; its message is one line for the pusher. The message and trailers of a refs/for tip are
 // checked by proc-receive, which reads that commit anyway: one git process
 // less per push, and the refusal names the ref it concerns.
 func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
@@ -52,6 +54,13 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 			return err
 		}
 	}
+	lim, err := e.limits(ctx)
+	if err != nil {
+		return err
+	}
+	if err := lim.Check(pushlimit.Push{Refs: len(updates), ForRefs: countFor(updates), Options: rawOpts}); err != nil {
+		return err
+	}
 	if _, err := ParseOptions(rawOpts); err != nil {
 		return err
 	}
@@ -79,6 +88,17 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 		}
 	}
 	return enforceRules(ctx, e, updates)
+}
+
+// countFor is the number of refs/for refs among us.
+func countFor(us []Update) int {
+	n := 0
+	for _, u := range us {
+		if strings.HasPrefix(u.Ref, ForPrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // BaseOf returns the target branch of a refs/for/BASE ref; BASE may also

@@ -244,7 +244,11 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		return res, git.Commit{}, fault.New(fault.NotFound, "unknown base branch %s: push to refs/for/ an existing branch", branch)
 	}
 	tip := pushed.Tip
-	if err := CheckTip(tip); err != nil {
+	lim, err := e.limits(ctx)
+	if err != nil {
+		return res, tip, err
+	}
+	if err := CheckTip(tip, lim.MessageBytes); err != nil {
 		return res, tip, err
 	}
 	var mb string
@@ -283,6 +287,14 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	defer unlock()
 	var all []Revision
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
+		// A revision is a write the pusher makes: it counts against the
+		// pusher's rate limit, in its own transaction (the operator's
+		// local pushes, like admin commands, do not).
+		if e.Rate != nil && e.Principal != access.Local {
+			if err := e.Rate.Check(ctx, tx, e.Principal); err != nil {
+				return err
+			}
+		}
 		res = received{pushed: pushed}
 		var id string
 		var err error

@@ -22,6 +22,8 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -43,6 +45,24 @@ type Env struct {
 	Stderr io.Writer
 	Log    *slog.Logger
 	Now    func() time.Time
+	// Limits are the push limits serve handed off; nil: read from DB.
+	Limits *pushlimit.Limits
+	// Rate, when set, counts each refs/for revision against the pusher's
+	// write budget, in the transaction that records it.
+	Rate *ratelimit.Limiter
+}
+
+// limits are the push limits: the hand-off's, else the root's settings.
+func (e *Env) limits(ctx context.Context) (pushlimit.Limits, error) {
+	if e.Limits != nil {
+		return *e.Limits, nil
+	}
+	l, err := pushlimit.Read(ctx, e.DB.R())
+	if err != nil {
+		return l, err
+	}
+	e.Limits = &l
+	return l, nil
 }
 
 // RepoDir finds the repository a hook runs in (GIT_DIR, else the working

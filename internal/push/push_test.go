@@ -6,6 +6,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -66,10 +67,10 @@ func TestCheckTip(t *testing.T) {
 		{git.Commit{Fixes: []string{"#12"}}, "not an issue id"},
 		{git.Commit{Fixes: []string{"ABCD"}}, "not an issue id"},
 		{git.Commit{Message: []byte("caf\xe9\n")}, "not valid UTF-8"},
-		{git.Commit{Message: []byte(strings.Repeat("x", MaxMessage+1))}, "too long"},
+		{git.Commit{Message: []byte(strings.Repeat("x", 64<<10+1))}, "too long"},
 	} {
 		tc.c.OID = oid
-		err := CheckTip(tc.c)
+		err := CheckTip(tc.c, pushlimit.Defaults().MessageBytes)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
 		}
@@ -113,5 +114,40 @@ func TestBaseOfAndUpdates(t *testing.T) {
 	}
 	if _, err := ReadUpdates(strings.NewReader("x y z\n")); err == nil {
 		t.Error("bad update line accepted")
+	}
+}
+
+// pre-receive refuses a push past a limit whole, before it looks at
+// anything else, with one line naming the setting; the hand-off's limits
+// need no database.
+func TestPreReceiveLimits(t *testing.T) {
+	o := strings.Repeat("1", 40)
+	lim := pushlimit.Defaults()
+	lim.ForRefs, lim.Refs, lim.Options = 2, 4, 1
+	e := &Env{Repo: "demo.git", Principal: "alice", WriteChecked: true, Limits: &lim}
+	up := func(refs ...string) []Update {
+		var us []Update
+		for _, r := range refs {
+			us = append(us, Update{Old: git.ZeroOID, New: o, Ref: r})
+		}
+		return us
+	}
+	for _, tc := range []struct {
+		us   []Update
+		opts []string
+		want string
+	}{
+		{up("refs/for/a", "refs/for/b", "refs/heads/x", "refs/tags/t"), []string{"title=T"}, ""},
+		{up("refs/for/a", "refs/for/b", "refs/for/c"), nil, "3 refs/for refs in one push, at most 2 (setting push_max_for_refs)"},
+		{up("refs/heads/a", "refs/heads/b", "refs/heads/c", "refs/heads/d", "refs/heads/e"), nil, "5 refs in one push, at most 4"},
+		{up("refs/for/a"), []string{"title=T", "topic=x"}, "2 push options, at most 1"},
+	} {
+		err := PreReceive(t.Context(), e, tc.us, tc.opts)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.us, err)
+		case tc.want != "" && (err == nil || fault.KindOf(err) != fault.TooLarge || !strings.Contains(fault.Public(err), tc.want)):
+			t.Errorf("%v: %v, want %q", tc.us, err, tc.want)
+		}
 	}
 }

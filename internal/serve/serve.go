@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
@@ -209,8 +211,23 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 	// What was just checked, for pre-receive (Handoff.WriteChecked); set
 	// here, never taken from any environment (gitEnv drops the hand-off's
 	// variables).
-	env := gitEnv(r.Environ, hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL,
-		Checked: hookenv.Check{Level: level, Repo: key, At: r.now()}})
+	h := hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL,
+		Checked: hookenv.Check{Level: level, Repo: key, At: r.now()}}
+	argv := []string{"git", p.sub, dir}
+	if p.sub == "receive-pack" {
+		// The push limits, read here with the access check: pre-receive
+		// takes them from the hand-off, and git bounds the pack itself
+		// (receive.maxInputSize, always the current setting).
+		lim, err := pushlimit.Read(ctx, db.R())
+		if err != nil {
+			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
+		}
+		h.Limits = &lim
+		if lim.InputSize > 0 {
+			argv = []string{"git", "-c", "receive.maxInputSize=" + strconv.FormatInt(lim.InputSize, 10), p.sub, dir}
+		}
+	}
+	env := gitEnv(r.Environ, h)
 	git, err := lookPath("git", getenv(env, "PATH"))
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
@@ -218,7 +235,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
 	// Nothing of ours may stay open in git: the database goes first.
 	db.Close()
-	err = r.Exec(git, []string{"git", p.sub, dir}, env)
+	err = r.Exec(git, argv, env)
 	return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -132,8 +133,8 @@ func TestGitCommands(t *testing.T) {
 		{"alice", "git-upload-pack '/demo.git'", []string{"git", "upload-pack", demo}},
 		{"alice", "git-upload-pack demo", []string{"git", "upload-pack", demo}},
 		{"alice", "git upload-pack 'demo'", []string{"git", "upload-pack", demo}},
-		{"alice", "git-receive-pack 'demo.git'", []string{"git", "receive-pack", demo}},
-		{"alice", "git receive-pack '/demo'", []string{"git", "receive-pack", demo}},
+		{"alice", "git-receive-pack 'demo.git'", []string{"git", "-c", "receive.maxInputSize=2147483648", "receive-pack", demo}},
+		{"alice", "git receive-pack '/demo'", []string{"git", "-c", "receive.maxInputSize=2147483648", "receive-pack", demo}},
 		{"bob", "git-upload-archive 'demo.git'", []string{"git", "upload-archive", demo}},
 		{"bob", "git-upload-pack 'org/pub.git'", []string{"git", "upload-pack", pub}},
 		{"bob", "git-upload-pack '/org/pub'", []string{"git", "upload-pack", pub}},
@@ -150,6 +151,31 @@ func TestGitCommands(t *testing.T) {
 	}
 }
 
+// The push limits serve hands receive-pack are the settings of the moment:
+// receive.maxInputSize on git's command line (none for 0), the rest in the
+// hand-off; upload-pack gets neither.
+func TestPushLimitsHandedOff(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	for k, v := range map[string]string{pushlimit.SettingForRefs: "3", pushlimit.SettingInputSize: "0"} {
+		if err := store.SetSetting(ctx, f.db.R(), k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := f.run(t, "alice", "git-receive-pack demo", nil)
+	want := pushlimit.Defaults()
+	want.ForRefs, want.InputSize = 3, 0
+	if len(res.execs) != 1 || slices.Contains(res.execs[0], "-c") || !slices.Contains(res.env, "COLLAB_PUSH_LIMITS="+want.Encode()) {
+		t.Fatalf("exec %q env %q", res.execs, res.env)
+	}
+	res = f.run(t, "alice", "git-upload-pack demo", nil)
+	for _, kv := range res.env {
+		if strings.HasPrefix(kv, "COLLAB_PUSH_LIMITS=") {
+			t.Fatalf("upload-pack got %s", kv)
+		}
+	}
+}
+
 // git and the hooks get PATH, HOME, the principal (also as git's committer,
 // for the branch reflogs), the root, GIT_PROTOCOL and serve's own COLLAB_*
 // variables, nothing else.
@@ -160,7 +186,7 @@ func TestCleanEnvironment(t *testing.T) {
 	res := f.run(t, "alice", "git-receive-pack 'demo.git'", at)
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir,
 		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_ACCESS=write demo.git 1795946400000",
-		"GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid"}
+		"GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid", "COLLAB_PUSH_LIMITS=" + pushlimit.Defaults().Encode()}
 	if !sameSet(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
 	}
