@@ -298,22 +298,35 @@ func (s *Server) apiPatch(w http.ResponseWriter, r *http.Request) error {
 }
 
 // apiEvents returns the outbox oldest first, only events of repositories
-// the caller may read, after the event id ?after=.
+// the caller may read, after the event id ?after=. Ids are public ids
+// (events.PublicIDs), so that they show no gap where a repository the
+// caller may not read had activity.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) error {
 	limit, afterS, err := page(r)
 	if err != nil {
 		return err
 	}
+	ids, err := s.eventIDs()
+	if err != nil {
+		return err
+	}
 	var after int64
-	if afterS != "" {
-		after, err = strconv.ParseInt(afterS, 10, 64)
-		if err != nil || after < 0 {
-			return fault.New(fault.Usage, "bad after %q: want an event id", text.Clip(afterS))
+	if afterS != "" && afterS != "0" {
+		pub, err := strconv.ParseInt(afterS, 10, 64)
+		ok := err == nil
+		if ok {
+			after, ok = ids.Log(pub)
+		}
+		if !ok {
+			return fault.New(fault.Usage, "bad after %q: want the id of an event this list gave", text.Clip(afterS))
 		}
 	}
 	out, err := s.ops.Events(r.Context(), actor(r), after, limit)
 	if err != nil {
 		return err
+	}
+	for i := range out {
+		out[i].ID = ids.Public(out[i].ID)
 	}
 	if len(out) > 0 {
 		setNext(w, r, len(out), limit, strconv.FormatInt(out[len(out)-1].ID, 10))

@@ -17,11 +17,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/collab-forge/collab/internal/cache"
+	"github.com/collab-forge/collab/internal/events"
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/markdown"
@@ -83,6 +86,25 @@ type Server struct {
 	// css is the highlighting stylesheet, made once from chroma's style.
 	css []byte
 	hl  *highlight.Highlighter
+	// ids are the event ids API readers see (eventIDs), keyed by the
+	// forge key, read once.
+	idsOnce sync.Once
+	ids     events.PublicIDs
+	idsErr  error
+}
+
+// eventIDs is the permutation of event ids /api/v1/events shows, keyed by
+// a secret derived from the forge key (a restored backup keeps its ids).
+func (s *Server) eventIDs() (events.PublicIDs, error) {
+	s.idsOnce.Do(func() {
+		k, err := s.cfg.Root.Key()
+		if err != nil {
+			s.idsErr = fault.Wrap(err, "forge key unavailable")
+			return
+		}
+		s.ids = events.NewPublicIDs(k.Seed())
+	})
+	return s.ids, s.idsErr
 }
 
 // New builds the handler.

@@ -15,10 +15,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
@@ -324,10 +326,10 @@ func TestAPI(t *testing.T) {
 		{"review line without file", req{method: "POST", path: api + "/patches/abcdef/reviews", who: "bob", body: `{"verdict":"comment","body":"x","line":2}`}, 400, `\\"line\\" needs \\"file\\"`},
 		{"patch reviews", req{method: "GET", path: api + "/patches/" + f.patch}, 200, `"verdict":"approve"`},
 
-		{"events anonymous", req{method: "GET", path: "/api/v1/events"}, 200, `^\[\{"id":1,"event":"patch.created"`},
+		{"events anonymous", req{method: "GET", path: "/api/v1/events"}, 200, `^\[\{"id":[1-9][0-9]*,"event":"patch.created"`},
 		{"events hide private", req{method: "GET", path: "/api/v1/events?limit=200"}, 200, `^[^$]*$`},
-		{"events after", req{method: "GET", path: "/api/v1/events?after=1&limit=1"}, 200, `^\[\{"id":2,`},
 		{"events bad after", req{method: "GET", path: "/api/v1/events?after=x"}, 400, `bad after`},
+		{"events after out of range", req{method: "GET", path: "/api/v1/events?after=9007199254740993"}, 400, `bad after`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -356,8 +358,61 @@ func TestAPI(t *testing.T) {
 	if strings.Contains(anon.body, "secret.git") || !strings.Contains(mine.body, "secret.git") {
 		t.Errorf("events: anonymous sees private: %v; alice sees it: %v", strings.Contains(anon.body, "secret.git"), strings.Contains(mine.body, "secret.git"))
 	}
+	checkEventIDs(t, f)
 	if l := f.do(req{method: "GET", path: api + "/issues?limit=1"}).header.Get("Link"); !strings.Contains(l, `rel="next"`) {
 		t.Errorf("no Link header on a full page: %q", l)
+	}
+}
+
+// checkEventIDs: the API's event ids are public ids: every reader sees
+// the same id for the same event, pages by passing the last id it got as
+// ?after=, and the ids are not the log's own (whose gaps would show where
+// the private repository had activity).
+func checkEventIDs(t *testing.T, f *fixture) {
+	t.Helper()
+	type ev struct {
+		ID   int64  `json:"id"`
+		Repo string `json:"repo"`
+	}
+	list := func(who, query string) []ev {
+		got := f.do(req{method: "GET", path: "/api/v1/events?" + query, who: who})
+		var out []ev
+		if got.status != 200 || json.Unmarshal([]byte(got.body), &out) != nil {
+			t.Fatalf("events %s as %q: %d %s", query, who, got.status, text.Clip(got.body))
+		}
+		return out
+	}
+	anon, all := list("", "limit=200"), list("alice", "limit=200")
+	if len(anon) < 3 || len(all) <= len(anon) {
+		t.Fatalf("events: anonymous %d, alice %d", len(anon), len(all))
+	}
+	public := map[int64]bool{}
+	for _, e := range all {
+		public[e.ID] = true
+	}
+	key, err := f.root.Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := events.NewPublicIDs(key.Seed())
+	var paged []ev
+	after := "0"
+	for range len(anon) + 1 {
+		page := list("", "limit=1&after="+after)
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page...)
+		after = strconv.FormatInt(page[0].ID, 10)
+	}
+	if len(paged) != len(anon) {
+		t.Fatalf("paging one by one gave %d events, the whole list %d", len(paged), len(anon))
+	}
+	for i, e := range anon {
+		logID, ok := ids.Log(e.ID)
+		if !ok || paged[i] != e || !public[e.ID] || e.ID == logID || e.ID < 1 || e.ID >= 1<<53 {
+			t.Errorf("event %d: id %d (log id %d, %v), paged %+v, in alice's list %v", i, e.ID, logID, ok, paged[i], public[e.ID])
+		}
 	}
 }
 
