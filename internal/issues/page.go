@@ -5,10 +5,46 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
 )
+
+// PageBytes bounds the comment bodies of one page of an issue that issue
+// show and the API's GET of an issue answer with: past it the page stops,
+// and the reader asks for the next.
+const PageBytes = 4 << 20
+
+// Shown is an issue with one page of its comments: what issue show and
+// the API's GET of an issue answer.
+type Shown struct {
+	Detail
+	// CommentsNext is the comment the next page starts after, nil when
+	// the page is the last.
+	CommentsNext *string `json:"comments_next"`
+}
+
+// GetPage is Get with one page of the comments (CommentPage, bounded by
+// limit and PageBytes), so that a long issue costs one bounded page per
+// request; q should be one read transaction, so that head and page agree.
+func GetPage(ctx context.Context, q store.Querier, repo, id string, now time.Time, after string, limit int) (Shown, error) {
+	d, err := GetHead(ctx, q, repo, id, now)
+	if err != nil {
+		return Shown{}, err
+	}
+	cs, more, err := CommentPage(ctx, q, repo, id, after, "", limit, PageBytes)
+	if err != nil {
+		return Shown{}, err
+	}
+	d.Comments = cs
+	out := Shown{Detail: d}
+	if more && len(cs) > 0 {
+		next := cs[len(cs)-1].ID
+		out.CommentsNext = &next
+	}
+	return out, nil
+}
 
 // CommentPage returns a page of the comments of issue id, oldest first:
 // those after the comment after ("" from the first; from instead starts

@@ -92,14 +92,34 @@ func (s *Service) ListIssues(ctx context.Context, who Actor, in ListIssues) (Iss
 	return out, err
 }
 
-// ShowIssue reads an issue with its comments, lease, lease history, linked
-// patches and references.
-func (s *Service) ShowIssue(ctx context.Context, who Actor, ref Ref) (issues.Detail, error) {
-	t, err := s.target(ctx, who, ref, access.Read, issues.Resolve, "ISSUE")
-	if err != nil {
-		return issues.Detail{}, err
+// ShowIssue asks for an issue with one page of its comments.
+type ShowIssue struct {
+	Issue Ref
+	// After starts the page after this comment (an id or a prefix of
+	// one; "" from the first).
+	After string
+	// Limit bounds the page's comments (1 to 1000); their bodies are
+	// bounded by issues.PageBytes.
+	Limit int
+}
+
+// ShowIssue reads an issue with its lease, lease history, linked patches,
+// references and one bounded page of its comments (issue show and the
+// API's GET of an issue): a long issue costs one page per request.
+func (s *Service) ShowIssue(ctx context.Context, who Actor, in ShowIssue) (issues.Shown, error) {
+	if err := checkLimit(in.Limit); err != nil {
+		return issues.Shown{}, err
 	}
-	return issues.Get(ctx, s.DB.R(), t.key, t.id, s.now())
+	t, err := s.target(ctx, who, in.Issue, access.Read, issues.Resolve, "ISSUE")
+	if err != nil {
+		return issues.Shown{}, err
+	}
+	var out issues.Shown
+	err = s.DB.Read(ctx, func(tx store.Tx) error {
+		out, err = issues.GetPage(ctx, tx, t.key, t.id, s.now(), in.After, in.Limit)
+		return err
+	})
+	return out, err
 }
 
 // LinkedPatch is a patch that fixes an issue, as its page lists it.

@@ -83,9 +83,13 @@ func TestRefusalsNameTheirField(t *testing.T) {
 			return err
 		}, fault.Usage, FieldRepo, "", ""},
 		{"unreadable repository", func() error {
-			_, err := w.s.ShowIssue(w.ctx, as("mallory"), ref)
+			_, err := w.s.ShowIssue(w.ctx, as("mallory"), ShowIssue{Issue: ref, Limit: 10})
 			return err
 		}, fault.NotFound, FieldRepo, "repository demo not found", ""},
+		{"comment page of none", func() error {
+			_, err := w.s.ShowIssue(w.ctx, as("alice"), ShowIssue{Issue: ref})
+			return err
+		}, fault.Usage, FieldLimit, "bad limit 0: want 1 to 1000", ""},
 		{"lease by a reader", func() error {
 			_, err := w.s.AcquireLease(w.ctx, as("carol"), Acquire{Issue: ref})
 			return err

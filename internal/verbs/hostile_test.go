@@ -136,3 +136,48 @@ func TestTitleRefusesControls(t *testing.T) {
 		t.Fatalf("a refused title filed an issue:\n%s", out)
 	}
 }
+
+// issue show pages the comments (--limit, --after), so that a long issue
+// costs one page per call; the page says where the next starts.
+func TestIssueShowPagesComments(t *testing.T) {
+	w := newPatchWorld(t)
+	var is struct{ ID string }
+	if err := json.Unmarshal([]byte(w.runIn("alice", "", "issue", "new", "demo", "--title", "Long", "--json").stdout), &is); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"one", "two", "three"} {
+		w.runIn("bob", "", "issue", "comment", "demo", is.ID, "--body", b)
+	}
+	type page struct {
+		Title        string
+		Comments     []struct{ ID, Body string }
+		CommentsNext *string `json:"comments_next"`
+	}
+	show := func(args ...string) page {
+		var p page
+		out := w.runIn("carol", "", append([]string{"issue", "show", "demo", is.ID, "--json"}, args...)...).stdout
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		return p
+	}
+	all := show()
+	if all.Title != "Long" || len(all.Comments) != 3 || all.CommentsNext != nil {
+		t.Fatalf("issue show: %+v", all)
+	}
+	p1 := show("--limit", "2")
+	if len(p1.Comments) != 2 || p1.CommentsNext == nil || *p1.CommentsNext != p1.Comments[1].ID {
+		t.Fatalf("page 1: %+v", p1)
+	}
+	p2 := show("--limit", "2", "--after", (*p1.CommentsNext)[:8])
+	if len(p2.Comments) != 1 || p2.Comments[0].Body != "three" || p2.CommentsNext != nil {
+		t.Fatalf("page 2: %+v", p2)
+	}
+	plain := w.runIn("carol", "", "issue", "show", "demo", is.ID, "--limit", "1").stdout
+	if !strings.Contains(plain, "one") || strings.Contains(plain, "two") ||
+		!strings.Contains(plain, "more comments follow: issue show demo "+is.ID+" --after "+all.Comments[0].ID) {
+		t.Fatalf("plain page:\n%s", plain)
+	}
+	w.refused("carol", "issue show demo "+is.ID+" --limit 0", 2, "bad limit 0")
+	w.refused("carol", "issue show demo "+is.ID+" --after ffff", 4, "no comment ffff")
+}

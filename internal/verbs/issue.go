@@ -40,9 +40,13 @@ func issueCommand(env *Env) *cli.Command {
 			{
 				Name:      "show",
 				Usage:     "an issue with its comments, lease and linked patches",
-				ArgsUsage: "REPO ID",
-				Flags:     []cli.Flag{JSONFlag},
-				Action:    env.issueShow,
+				ArgsUsage: "REPO ID [--limit N] [--after COMMENT]",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many comments (1 to 1000; a page also stops past 4 MiB of them)"},
+					&cli.StringFlag{Name: "after", Usage: "start after this comment (for the next page)"},
+					JSONFlag,
+				},
+				Action: env.issueShow,
 			},
 			{
 				Name:      "comment",
@@ -154,11 +158,16 @@ func (env *Env) issueShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := env.Ops().ShowIssue(c.Context, env.actor(), r)
+	d, err := env.Ops().ShowIssue(c.Context, env.actor(), ops.ShowIssue{Issue: r, After: c.String("after"), Limit: c.Int("limit")})
 	if err != nil {
 		return err
 	}
-	return env.Print(c, d, func(w io.Writer) { env.printIssue(w, d) })
+	return env.Print(c, d, func(w io.Writer) {
+		env.printIssue(w, d.Detail)
+		if d.CommentsNext != nil {
+			fmt.Fprintf(w, "\nmore comments follow: issue show %s %s --after %s\n", reponame.Display(d.Repo), d.ID, *d.CommentsNext)
+		}
+	})
 }
 
 func (env *Env) printIssue(w io.Writer, d issues.Detail) {

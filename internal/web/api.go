@@ -131,9 +131,16 @@ func (s *Server) apiIssue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.ops.ShowIssue(r.Context(), actor(r), ref)
+	limit, after, err := page(r)
 	if err != nil {
 		return err
+	}
+	d, err := s.ops.ShowIssue(r.Context(), actor(r), ops.ShowIssue{Issue: ref, After: after, Limit: limit})
+	if err != nil {
+		return err
+	}
+	if d.CommentsNext != nil {
+		setNext(w, r, limit, limit, *d.CommentsNext)
 	}
 	writeJSON(w, http.StatusOK, d)
 	return nil
