@@ -22,9 +22,10 @@ const (
 // access (unless e.WriteChecked), the push limits (pushlimit), the push
 // options, no client write under refs/collab/, no refs/for deletes, and the
 // branch rules (which always need e.DB). A refusal rejects every ref of the
-// push; its message is one line for the pusher. The message and trailers of a refs/for tip are
-// checked by proc-receive, which reads that commit anyway: one git process
-// less per push, and the refusal names the ref it concerns.
+// push; its message is one line for the pusher. The message and trailers
+// of a refs/for tip are checked by proc-receive, which reads that commit
+// anyway: one git process less per push, and the refusal names the ref it
+// concerns.
 func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
 	start := time.Now()
 	log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo)
