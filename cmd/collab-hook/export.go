@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func exportCommand() *cli.Command {
@@ -62,7 +63,7 @@ func exportCommand() *cli.Command {
 							return nil, err
 						}
 						for _, p := range rep.Problems {
-							fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", reponame.Display(repo), p)
+							fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", reponame.Display(repo), text.Show(p))
 						}
 						if !rep.OK() {
 							bad++
