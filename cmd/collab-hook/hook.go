@@ -87,16 +87,17 @@ func runHook(ctx context.Context, g globals, name string) error {
 		}
 	}
 	// Where serve has just checked write access and handed off the push
-	// limits (or the push is local, which no limit applies to), pre-receive
-	// asks the database only for the branch rules of a push that touches
-	// branches; a refs/for push does not open it.
-	if h.Principal == access.Local {
+	// limits, or the push is local (the operator's: its refs and options
+	// are not limited), pre-receive asks the database only for the branch
+	// rules of a push that touches branches; a refs/for push does not open
+	// it.
+	if h.Principal == access.Local && name == "pre-receive" {
 		lim := pushlimit.Unlimited()
 		h.Limits = &lim
 	}
-	checked := name == "pre-receive" && h.WriteChecked(key, time.Now()) && h.Limits != nil
+	checked := name == "pre-receive" && h.WriteChecked(key, time.Now())
 	var db *store.DB
-	if !checked || push.TouchesBranches(us) {
+	if !checked || h.Limits == nil || push.TouchesBranches(us) {
 		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
 			return fail(fault.Default(err, "forge database unavailable"))
 		}
