@@ -80,8 +80,12 @@ func ShowBody(s string) string { return show(s, true) }
 func show(s string, body bool) string {
 	i := 0
 	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n == 1) || (IsControl(r) && !(body && kept(s, i, r))) {
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			i++ // printable ASCII, the common case, without a call
+			continue
+		}
+		n, ok := plain(s, i, body)
+		if !ok {
 			break
 		}
 		i += n
@@ -89,22 +93,39 @@ func show(s string, body bool) string {
 	if i == len(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	b.WriteString(s[:i])
+	b := make([]byte, 0, len(s)+16)
+	b = append(b, s[:i]...)
 	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
+		n, ok := plain(s, i, body)
 		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case IsControl(r) && !(body && kept(s, i, r)):
-			b.WriteString(escape(r))
-		default:
-			b.WriteString(s[i : i+n])
+		case ok:
+			b = append(b, s[i:i+n]...)
+		case n == 1: // a C0 control, DEL, or a byte that is not UTF-8
+			b = appendHex(b, `\x`, uint16(s[i]), 2)
+		default: // a C1 control, two bytes in UTF-8
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			b = appendHex(b, `\u`, uint16(r), 4)
 		}
 		i += n
 	}
-	return b.String()
+	return string(b)
+}
+
+// plain reports whether the character at s[i] (n bytes long) may be
+// printed as it is: ASCII is checked byte by byte, the rest decoded.
+func plain(s string, i int, body bool) (n int, ok bool) {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		if c >= 0x20 && c != 0x7f {
+			return 1, true
+		}
+		return 1, body && kept(s, i, rune(c))
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && n == 1 {
+		return 1, false // not UTF-8
+	}
+	return n, !IsControl(r) // C1
 }
 
 // kept reports whether multi-line text keeps the control character r at
@@ -117,9 +138,20 @@ func kept(s string, i int, r rune) bool {
 // escape is the visible form of the control character r.
 func escape(r rune) string {
 	if r < 0x80 {
-		return fmt.Sprintf(`\x%02x`, r)
+		return string(appendHex(nil, `\x`, uint16(r), 2))
 	}
-	return fmt.Sprintf(`\u%04x`, r)
+	return string(appendHex(nil, `\u`, uint16(r), 4))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendHex appends prefix and v as digits hex digits.
+func appendHex(b []byte, prefix string, v uint16, digits int) []byte {
+	b = append(b, prefix...)
+	for d := digits - 1; d >= 0; d-- {
+		b = append(b, hexDigits[v>>(4*d)&0xf])
+	}
+	return b
 }
 
 // ClipLen is how much of a client's value a message quotes back.

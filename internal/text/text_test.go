@@ -198,3 +198,18 @@ func FuzzShow(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkShowBody: the cost of the neutraliser on a 1 MiB body that needs
+// nothing (the common case: a scan, no copy) and on one full of escapes.
+func BenchmarkShowBody(b *testing.B) {
+	clean := strings.Repeat("Some ordinary text, with ünïcode.\n", 1<<15)
+	hostile := strings.Repeat("\x1b]0;pwned\x07\x1b[2J text\n", 1<<15)
+	for _, tc := range []struct{ name, s string }{{"clean", clean}, {"hostile", hostile}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.s)))
+			for b.Loop() {
+				_ = ShowBody(tc.s)
+			}
+		})
+	}
+}
