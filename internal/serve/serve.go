@@ -93,7 +93,9 @@ func Run(ctx context.Context, r *Request) int {
 		msg := fault.Public(err)
 		fmt.Fprintf(r.Stderr, "collab: %s\n", oneLine(msg))
 		if jsonOut {
-			_ = json.NewEncoder(r.Stdout).Encode(map[string]string{"error": msg})
+			if b, err := json.Marshal(map[string]string{"error": msg}); err == nil {
+				_, _ = r.Stdout.Write(append(text.JSON(b), '\n'))
+			}
 		}
 		attrs = append(attrs, "OUTCOME", "refused", "error", err.Error(), "DURATION_MS", time.Since(start).Milliseconds())
 		attrs = append(attrs, store.LockUseOf(ctx).Attrs()...)
