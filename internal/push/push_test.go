@@ -119,7 +119,7 @@ func TestBaseOfAndUpdates(t *testing.T) {
 
 // pre-receive refuses a push past a limit whole, before it looks at
 // anything else, with one line naming the setting; the hand-off's limits
-// need no database.
+// need no database (a push touching no branch reads no branch rules).
 func TestPreReceiveLimits(t *testing.T) {
 	o := strings.Repeat("1", 40)
 	lim := pushlimit.Defaults()
@@ -137,7 +137,7 @@ func TestPreReceiveLimits(t *testing.T) {
 		opts []string
 		want string
 	}{
-		{up("refs/for/a", "refs/for/b", "refs/heads/x", "refs/tags/t"), []string{"title=T"}, ""},
+		{up("refs/for/a", "refs/for/b", "refs/tags/x", "refs/tags/t"), []string{"title=T"}, ""},
 		{up("refs/for/a", "refs/for/b", "refs/for/c"), nil, "3 refs/for refs in one push, at most 2 (setting push_max_for_refs)"},
 		{up("refs/heads/a", "refs/heads/b", "refs/heads/c", "refs/heads/d", "refs/heads/e"), nil, "5 refs in one push, at most 4"},
 		{up("refs/for/a"), []string{"title=T", "topic=x"}, "2 push options, at most 1"},
