@@ -37,6 +37,10 @@ func TestValidate(t *testing.T) {
 		{Check{Name: "ci", State: Success, URL: "https://ci.example/\xff"}, "not valid UTF-8"},
 		{Check{Name: "ci", State: Success, Summary: "nul \x00 byte"}, "NUL byte"},
 		{Check{Name: "ci", State: Success, Summary: "2 failed:\n  TestA\n  TestB"}, ""},
+		{Check{Name: "ci", State: Success, URL: "https://ci.example/\x1b]52;c;ZXZpbA==\x07"}, "check url holds the control character \\x1b"},
+		{Check{Name: "ci", State: Success, URL: "https://ci.example/\u009b2J"}, "control character"},
+		{Check{Name: "ci", State: Success, URL: "https://ci.example/\n"}, "one line"},
+		{Check{Name: "ci", State: Success, Summary: "line 1\nline 2 \x1b[2J"}, ""},
 	} {
 		err := Validate(tc.c)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || fault.ExitCode(err) != 2) {

@@ -15,6 +15,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/submit"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // BranchCommand is the branch verb; the admin command (collab-hook branch)
@@ -208,19 +209,23 @@ func printSubmit(w io.Writer, st *submit.Status) {
 		if r.OK {
 			mark = "✓"
 		}
-		fmt.Fprintf(w, "  %s %s: %s\n", mark, r.Name, r.Detail)
+		// A detail may quote a conflicting path or a check's name: one
+		// line each, whatever they hold.
+		fmt.Fprintf(w, "  %s %s: %s\n", mark, r.Name, text.Show(r.Detail))
 	}
 }
 
-// printChecks writes a revision's checks for patch show.
+// printChecks writes a revision's checks for patch show, one line each: a
+// summary's newlines and controls are shown escaped (text.Show), so that a
+// check cannot forge the lines below it.
 func printChecks(w io.Writer, cs []checks.Check) {
 	for _, ck := range cs {
 		line := fmt.Sprintf("     check %s: %s by %s", ck.Name, ck.State, ck.By)
 		if ck.Summary != "" {
-			line += " — " + ck.Summary
+			line += " — " + text.Show(ck.Summary)
 		}
 		if ck.URL != "" {
-			line += " " + ck.URL
+			line += " " + text.Show(ck.URL)
 		}
 		fmt.Fprintln(w, line)
 	}
