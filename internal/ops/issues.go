@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/labels"
 	"github.com/collab-forge/collab/internal/leases"
@@ -19,6 +20,9 @@ type FileIssue struct {
 
 // FileIssue files an issue: anyone who may read the repository may.
 func (s *Service) FileIssue(ctx context.Context, who Actor, in FileIssue) (issues.Issue, error) {
+	if err := checkTitle(in.Title); err != nil {
+		return issues.Issue{}, err
+	}
 	sc, err := s.repo(ctx, who, in.Repo, access.Read)
 	if err != nil {
 		return issues.Issue{}, err
@@ -246,6 +250,11 @@ type EditIssue struct {
 // EditIssue closes, reopens and/or retitles an issue by the rule of
 // issues.Change. changed is false when nothing differed.
 func (s *Service) EditIssue(ctx context.Context, who Actor, in EditIssue) (is issues.Issue, changed bool, err error) {
+	if in.Title != nil {
+		if err := checkTitle(*in.Title); err != nil {
+			return issues.Issue{}, false, err
+		}
+	}
 	t, err := s.target(ctx, who, in.Issue, access.Read, issues.Resolve, "ISSUE")
 	if err != nil {
 		return issues.Issue{}, false, err
@@ -257,4 +266,13 @@ func (s *Service) EditIssue(ctx context.Context, who Actor, in EditIssue) (is is
 		return err
 	})
 	return is, changed, err
+}
+
+// checkTitle refuses a title before anything else is looked at, the same
+// for every transport (the SSH verbs, the API, the web's forms): empty,
+// multi-line, oversized, or holding a control character a terminal would
+// act on (issues.CheckTitle, which the write repeats).
+func checkTitle(title string) error {
+	_, err := issues.CheckTitle(title)
+	return fault.OnField(err, FieldTitle)
 }

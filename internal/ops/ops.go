@@ -28,6 +28,7 @@ import (
 const (
 	FieldRepo       = "repo"
 	FieldBody       = "body"
+	FieldTitle      = "title"
 	FieldLimit      = "limit"
 	FieldFile       = "file"
 	FieldLine       = "line"

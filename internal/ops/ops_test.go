@@ -86,6 +86,15 @@ func TestRefusalsNameTheirField(t *testing.T) {
 			_, err := w.s.ShowIssue(w.ctx, as("mallory"), ShowIssue{Issue: ref, Limit: 10})
 			return err
 		}, fault.NotFound, FieldRepo, "repository demo not found", ""},
+		{"escape in a title", func() error {
+			_, err := w.s.FileIssue(w.ctx, as("mallory"), FileIssue{Repo: "demo", Title: "\x1b]0;pwned\x07"})
+			return err
+		}, fault.Usage, FieldTitle, "title holds the control character \\x1b at byte 0", ""},
+		{"C1 in a new title", func() error {
+			t := "clear \u009b2J"
+			_, _, err := w.s.EditIssue(w.ctx, as("alice"), EditIssue{Issue: ref, Title: &t})
+			return err
+		}, fault.Usage, FieldTitle, "title holds the control character \\u009b at byte 6", ""},
 		{"comment page of none", func() error {
 			_, err := w.s.ShowIssue(w.ctx, as("alice"), ShowIssue{Issue: ref})
 			return err
