@@ -18,9 +18,9 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/journal"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -109,7 +109,9 @@ func runHook(ctx context.Context, g globals, name string) error {
 		Stderr: os.Stderr, Log: log, Now: time.Now, Limits: h.Limits,
 	}
 	if name == "proc-receive" {
-		e.Rate = &ratelimit.Limiter{}
+		// Each revision is a write of the pusher's, counted by the rule
+		// every write of a principal passes (the operator's are not).
+		e.CountWrite = (&ops.Service{DB: db, Root: root}).CountWrite
 	}
 	switch name {
 	case "pre-receive":

@@ -20,7 +20,6 @@ import (
 
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/push"
-	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
 	"github.com/collab-forge/collab/internal/webhook"
@@ -66,9 +65,6 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer db.Close()
-	// Every write a signed-in principal makes (API, pages) is counted
-	// against its rate limit, in the write's own transaction.
-	db.SetWriteCheck((&ratelimit.Limiter{}).Check)
 	base := c.String("url")
 	if base == "" {
 		if base, err = store.Setting(ctx, db.R(), forge.SettingURL); err != nil {

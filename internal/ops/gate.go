@@ -310,8 +310,13 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 	if err != nil {
 		return Submitted{}, err
 	}
-	// The merge record is a write of who's, counted as every other.
-	res, err := s.gate().Submit(store.WithPrincipal(ctx, who.Principal), t.key, t.id, in.Strategy, who.Principal)
+	// A submit is a write of who's, counted when it starts: its record is
+	// written after the branch moved, too late for a refusal, and the
+	// attempt costs a merge build whatever its outcome.
+	if err := s.write(ctx, who, func(store.Tx) error { return nil }); err != nil {
+		return Submitted{}, err
+	}
+	res, err := s.gate().Submit(ctx, t.key, t.id, in.Strategy, who.Principal)
 	if err != nil {
 		return Submitted{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -59,6 +60,10 @@ type Service struct {
 	// protected and how, one short line per branch (RepoHome); nil reads
 	// the branch rules (RuleLine).
 	BranchRules func(ctx context.Context, q store.Querier, repo string) (map[string]string, error)
+
+	// rate is the principals' write budget (CountWrite); a Service is
+	// used by pointer, and the zero Limiter is ready.
+	rate ratelimit.Limiter
 }
 
 // Actor is who asks for an action.
@@ -96,14 +101,31 @@ func (s *Service) note(key string, value any) {
 }
 
 // write runs fn as one write transaction on behalf of who. Every change a
-// user action makes goes through here, whatever the transport, and is
-// counted against who's write rate (store.WithPrincipal names who to the
-// database's write check).
+// user action makes goes through here, whatever the transport (the SSH
+// verbs, the API, the web's forms), and is counted against who's write
+// rate first, in the same transaction (CountWrite).
 func (s *Service) write(ctx context.Context, who Actor, fn func(tx store.Tx) error) error {
-	if who.Principal != "" {
-		ctx = store.WithPrincipal(ctx, who.Principal)
+	return s.DB.Write(ctx, func(tx store.Tx) error {
+		if err := s.CountWrite(ctx, tx, who.Principal); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// CountWrite spends one write of principal's rate limit (a token bucket in
+// the database, ratelimit) inside tx, the write's own transaction: a write
+// that rolls back spends nothing. An empty bucket is a fault.RateLimited
+// refusal (exit 6, HTTP 429 with Retry-After). The operator (access.Local:
+// admin commands, local pushes) and anonymous visitors are not counted.
+// It is the one rule for every write a principal makes: write applies it
+// to each use case, and the hooks hand it to proc-receive, which records a
+// refs/for push's revisions below this layer (push.Env.CountWrite).
+func (s *Service) CountWrite(ctx context.Context, tx store.Tx, principal string) error {
+	if principal == access.Anonymous || principal == access.Local {
+		return nil
 	}
-	return s.DB.Write(ctx, fn)
+	return s.rate.Take(ctx, tx, principal, s.now())
 }
 
 // scope is a repository an action runs in, after the access check.

@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/issues"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/review"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // world is a forge with a private repository demo.git: alice and bob
@@ -234,5 +237,62 @@ func TestNotes(t *testing.T) {
 	_, err := w.s.Comment(w.ctx, as("bob"), Comment{Issue: Ref{Repo: "demo", ID: is.ID[:6]}, Body: "x", LeaseToken: 9})
 	if fault.KindOf(err) != fault.Conflict || len(got) != 2 || got[0] != "ISSUE" || got[1] != is.ID {
 		t.Fatalf("notes %v after %v", got, err)
+	}
+}
+
+// TestRateLimit: every use case's write spends from its principal's
+// bucket in the write's own transaction (a refused write leaves nothing),
+// per principal, refilled by the Service's clock; the operator and
+// anonymous visitors are never counted.
+func TestRateLimit(t *testing.T) {
+	w := newWorld(t)
+	err := w.s.DB.Write(w.ctx, func(tx *sql.Tx) error {
+		if err := store.SetSetting(w.ctx, tx, ratelimit.SettingBurst, "2"); err != nil {
+			return err
+		}
+		return store.SetSetting(w.ctx, tx, ratelimit.SettingRefill, "0.5")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := w.issue("alice", "one")
+	ref := Ref{Repo: "demo", ID: is.ID}
+	if _, err := w.s.Comment(w.ctx, as("alice"), Comment{Issue: ref, Body: "two"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.s.FileIssue(w.ctx, as("alice"), FileIssue{Repo: "demo", Title: "three"})
+	fe := fault.As(err)
+	if fe.Kind != fault.RateLimited || fault.ExitCode(err) != 6 || fault.RetryAfterSeconds(err) != 2 ||
+		!strings.Contains(fe.Msg, "rate limit: alice made more than 2 writes in a burst") {
+		t.Fatalf("third write: %v (retry after %ds), want a rate-limit refusal with Retry-After 2", err, fault.RetryAfterSeconds(err))
+	}
+	list, err := w.s.ListIssues(w.ctx, as("alice"), ListIssues{Repo: "demo", State: "all", Limit: 10})
+	if err != nil || len(list.Issues) != 1 {
+		t.Fatalf("after the refusal: %d issues, %v; want only the first", len(list.Issues), err)
+	}
+	// Another principal has a bucket of its own; the operator none.
+	if _, err := w.s.Comment(w.ctx, as("bob"), Comment{Issue: ref, Body: "bob's"}); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	err = w.s.DB.Write(w.ctx, func(tx *sql.Tx) error {
+		for i := 0; i < 5; i++ {
+			for _, p := range []string{access.Local, access.Anonymous} {
+				if err := w.s.CountWrite(w.ctx, tx, p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("operator and anonymous: %v", err)
+	}
+	// Two seconds later one write has refilled.
+	w.now = w.now.Add(2 * time.Second)
+	if _, err := w.s.Comment(w.ctx, as("alice"), Comment{Issue: ref, Body: "later"}); err != nil {
+		t.Fatalf("after the refill: %v", err)
+	}
+	if _, err := w.s.Comment(w.ctx, as("alice"), Comment{Issue: ref, Body: "too soon"}); fault.KindOf(err) != fault.RateLimited {
+		t.Fatalf("right after the refill: %v", err)
 	}
 }

@@ -288,10 +288,9 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	var all []Revision
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
 		// A revision is a write the pusher makes: it counts against the
-		// pusher's rate limit, in its own transaction (the operator's
-		// local pushes, like admin commands, do not).
-		if e.Rate != nil && e.Principal != access.Local {
-			if err := e.Rate.Check(ctx, tx, e.Principal); err != nil {
+		// pusher's rate limit, in its own transaction.
+		if e.CountWrite != nil {
+			if err := e.CountWrite(ctx, tx, e.Principal); err != nil {
 				return err
 			}
 		}

@@ -11,6 +11,7 @@ package push
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,6 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -47,9 +47,11 @@ type Env struct {
 	Now    func() time.Time
 	// Limits are the push limits serve handed off; nil: read from DB.
 	Limits *pushlimit.Limits
-	// Rate, when set, counts each refs/for revision against the pusher's
-	// write budget, in the transaction that records it.
-	Rate *ratelimit.Limiter
+	// CountWrite, when set, counts each refs/for revision against the
+	// pusher's write budget, in the transaction that records it: the
+	// hooks hand it ops.Service.CountWrite, the one rule for every write a
+	// principal makes.
+	CountWrite func(ctx context.Context, tx *sql.Tx, principal string) error
 }
 
 // limits are the push limits: the hand-off's, else the root's settings.

@@ -1,7 +1,9 @@
 // Package ratelimit keeps each principal's write budget: a token bucket
 // stored in the database and taken inside the write's own transaction, so
 // that every process (hooks, verbs, collab-web) draws on the same bucket
-// and a write that rolls back spends nothing. Reads never pass here.
+// and a write that rolls back spends nothing. Reads never pass here. The
+// one caller is ops.Service.CountWrite, through which every write of a
+// principal passes (each use case's, and a refs/for push's revisions).
 //
 // The defaults (a burst of 1,000 writes, refilled at 100 a second) never
 // touch normal use; they stop a runaway script or agent from filling the
@@ -113,8 +115,9 @@ func roundUp(d time.Duration) time.Duration {
 }
 
 // Limiter is a process's rate limit: the limits read from the settings at
-// most once per TTL (a config set reaches a running collab-web within it),
-// so that a write pays for one statement, not three.
+// most once per TTL of wall time (a config set reaches a running
+// collab-web within it), so that a write pays for one statement, not
+// three. The zero value is ready.
 type Limiter struct {
 	mu sync.Mutex
 	l  Limits
@@ -124,18 +127,18 @@ type Limiter struct {
 // TTL is how long a Limiter trusts the limits it read.
 const TTL = 2 * time.Second
 
-// Check is Take at the wall clock, in the shape of store.WriteCheck: the
-// hook through which every write a principal makes is counted.
-func (lim *Limiter) Check(ctx context.Context, tx *sql.Tx, principal string) error {
-	now := time.Now()
+// Take spends one write from principal's bucket at now, inside tx (the
+// write's own transaction), with the limits read at most once per TTL.
+func (lim *Limiter) Take(ctx context.Context, tx store.Querier, principal string, now time.Time) error {
+	wall := time.Now()
 	lim.mu.Lock()
-	if lim.at.IsZero() || now.Sub(lim.at) >= TTL {
+	if lim.at.IsZero() || wall.Sub(lim.at) >= TTL {
 		l, err := Read(ctx, tx)
 		if err != nil {
 			lim.mu.Unlock()
 			return err
 		}
-		lim.l, lim.at = l, now
+		lim.l, lim.at = l, wall
 	}
 	l := lim.l
 	lim.mu.Unlock()

@@ -135,23 +135,36 @@ func TestRolledBackWriteSpendsNothing(t *testing.T) {
 	}
 }
 
-// Through the store's hook point: writes of a request that names its
-// principal are counted, others (admin commands, bookkeeping) are not.
-func TestStoreHook(t *testing.T) {
-	db := openDB(t, map[string]string{SettingBurst: "2", SettingRefill: "1"})
-	db.SetWriteCheck((&Limiter{}).Check)
+// A Limiter spends like Take and reads the settings again once its TTL
+// has passed, never in between.
+func TestLimiter(t *testing.T) {
+	db := openDB(t, map[string]string{SettingBurst: "2", SettingRefill: "0.001"})
 	ctx := context.Background()
-	as := store.WithPrincipal(ctx, "alice")
-	noop := func(*sql.Tx) error { return nil }
+	var lim Limiter
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	spend := func() error {
+		return db.Write(ctx, func(tx *sql.Tx) error { return lim.Take(ctx, tx, "alice", now) })
+	}
 	for i := 0; i < 2; i++ {
-		if err := db.Write(as, noop); err != nil {
+		if err := spend(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Write(as, noop); fault.KindOf(err) != fault.RateLimited {
+	if err := spend(); fault.KindOf(err) != fault.RateLimited {
 		t.Fatalf("third write = %v, want rate limited", err)
 	}
-	if err := db.Write(ctx, noop); err != nil {
-		t.Fatalf("write without a principal = %v", err)
+	// A faster refill set now is not seen until the TTL has passed.
+	if err := db.Write(ctx, func(tx *sql.Tx) error { return store.SetSetting(ctx, tx, SettingRefill, "100") }); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if err := spend(); fault.KindOf(err) != fault.RateLimited {
+		t.Fatalf("within the TTL = %v, want rate limited", err)
+	}
+	lim.mu.Lock()
+	lim.at = lim.at.Add(-TTL)
+	lim.mu.Unlock()
+	if err := spend(); err != nil {
+		t.Fatalf("after the TTL = %v, want the new refill", err)
 	}
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -122,9 +121,6 @@ func Run(ctx context.Context, r *Request) int {
 		return refuse(fault.Default(err, "forge database unavailable"))
 	}
 	defer db.Close()
-	// Every write a verb makes for the principal is counted against its
-	// rate limit, in the write's own transaction.
-	db.SetWriteCheck((&ratelimit.Limiter{}).Check)
 	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
 		return refuse(err)
 	}
@@ -155,7 +151,7 @@ func Run(ctx context.Context, r *Request) int {
 		attrs = append(attrs, "REPO", key)
 		env.Log = log.With("REPO", key)
 	}
-	code := verbs.Run(store.WithPrincipal(ctx, r.Principal), env, words)
+	code := verbs.Run(ctx, env, words)
 	attrs = append(attrs, env.Notes...)
 	attrs = append(attrs, "OUTCOME", outcome(code), "exit", code, "DURATION_MS", time.Since(start).Milliseconds())
 	attrs = append(attrs, store.LockUseOf(ctx).Attrs()...)

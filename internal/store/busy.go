@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -156,28 +155,6 @@ func WithWaitBudget(ctx context.Context) context.Context {
 func budgetOf(ctx context.Context) *waitBudget {
 	b, _ := ctx.Value(budgetKey{}).(*waitBudget)
 	return b
-}
-
-// WriteCheck runs at the start of every write transaction of a request made
-// by principal; refusing rolls the write back. The rate limit is one.
-type WriteCheck func(ctx context.Context, tx *sql.Tx, principal string) error
-
-// SetWriteCheck installs check on db: the one hook point through which
-// every write a principal makes (verbs, API, pages) passes.
-func (db *DB) SetWriteCheck(check WriteCheck) { db.check = check }
-
-type principalKey struct{}
-
-// WithPrincipal names the principal a request acts for, so that the write
-// check sees who is writing.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
-}
-
-// PrincipalOf is the principal WithPrincipal named, or "".
-func PrincipalOf(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
 }
 
 // SQLite's primary result codes (the low byte of an extended code).

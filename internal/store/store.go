@@ -50,9 +50,6 @@ type DB struct {
 	// readOnly is set when the database sits on a read-only filesystem:
 	// reads work, every write is refused as "try again later".
 	readOnly bool
-	// check runs first in every write transaction of a request that names
-	// its principal (WithPrincipal): the rate limit's hook point.
-	check WriteCheck
 	// busy caches the busy_timeout setting for the writes of a
 	// long-running process.
 	busy busyCache
@@ -300,13 +297,6 @@ func (db *DB) write(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx
 		return err
 	}
 	defer release()
-	if db.check != nil {
-		if p := PrincipalOf(ctx); p != "" {
-			if err := db.check(ctx, tx, p); err != nil {
-				return rollback(tx, err)
-			}
-		}
-	}
 	if err := fn(tx); err != nil {
 		return rollback(tx, err)
 	}

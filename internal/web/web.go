@@ -180,10 +180,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if p := principalOf(r); p != "" {
-		// Its writes count against the principal's rate limit.
-		r = r.WithContext(store.WithPrincipal(r.Context(), p))
-	}
 	s.router.ServeHTTP(rec, r)
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -733,5 +734,59 @@ func TestFieldWord(t *testing.T) {
 		if got := fieldWord(field); got != want {
 			t.Errorf("fieldWord(%q) = %q, want %q", field, got, want)
 		}
+	}
+}
+
+// Writes through the API and through the pages' forms spend from one
+// bucket per principal (ops counts every write): past it both answer 429
+// with Retry-After and write nothing; reads and other principals go on.
+func TestRateLimitAPIAndForms(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	err := f.db.Write(ctx, func(tx *sql.Tx) error {
+		if err := store.SetSetting(ctx, tx, ratelimit.SettingBurst, "3"); err != nil {
+			return err
+		}
+		return store.SetSetting(ctx, tx, ratelimit.SettingRefill, "0.001")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, u := f.browser(), f.srv.URL
+	if res, _ := login(t, c, u, url.Values{"token": {f.tok["bob"]}}, nil); res.StatusCode != 303 {
+		t.Fatalf("login: %d", res.StatusCode)
+	}
+	_, page := get(t, c, u+"/org/demo/-/issues")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token in the signed-in form")
+	}
+	csrf := m[1]
+	if got := f.do(req{method: "POST", path: "/api/v1/repos/org/demo/issues", who: "bob", body: `{"title":"api one"}`}); got.status != 201 {
+		t.Fatalf("API write 1: %d %s", got.status, got.body)
+	}
+	res, _ := post(t, c, u+"/org/demo/-/issues", url.Values{"title": {"form two"}, "csrf": {csrf}}, nil)
+	if res.StatusCode != 303 {
+		t.Fatalf("form write 2: %d", res.StatusCode)
+	}
+	loc := res.Header.Get("Location")
+	if res, _ = post(t, c, u+loc+"/comments", url.Values{"body": {"three"}, "csrf": {csrf}}, nil); res.StatusCode != 303 {
+		t.Fatalf("form write 3: %d", res.StatusCode)
+	}
+
+	res, body := post(t, c, u+"/org/demo/-/issues", url.Values{"title": {"form four"}, "csrf": {csrf}}, nil)
+	if res.StatusCode != 429 || res.Header.Get("Retry-After") != "1000" || !strings.Contains(body, "rate limit: bob made more than 3 writes") {
+		t.Fatalf("form write past the burst: %d Retry-After %q %s", res.StatusCode, res.Header.Get("Retry-After"), text.Clip(body))
+	}
+	got := f.do(req{method: "POST", path: "/api/v1/repos/org/demo/issues", who: "bob", body: `{"title":"api four"}`})
+	if got.status != 429 || got.header.Get("Retry-After") != "1000" || !strings.Contains(got.body, `"error":"rate limit: bob`) {
+		t.Fatalf("API write past the burst: %d Retry-After %q %s", got.status, got.header.Get("Retry-After"), got.body)
+	}
+	got = f.do(req{method: "GET", path: "/api/v1/repos/org/demo/issues?state=all", who: "bob"})
+	if got.status != 200 || !strings.Contains(got.body, "form two") || strings.Contains(got.body, "four") {
+		t.Fatalf("bob's read after the refusals: %d %s", got.status, got.body)
+	}
+	if got := f.do(req{method: "POST", path: "/api/v1/repos/org/demo/issues", who: "alice", body: `{"title":"alice's"}`}); got.status != 201 {
+		t.Fatalf("another principal: %d %s", got.status, got.body)
 	}
 }
