@@ -3,17 +3,17 @@
 # Each one compares collab with bare git (or its stated goal) in the same
 # run; see the header of each script or program for what it measures.
 #
-#   bench/run.sh [NAME…]     NAME: push ssh leases review web webhook export submit capacity gerrit (default: all)
+#   bench/run.sh [NAME…]     NAME: push ssh leases review web webhook export submit capacity gerrit limits (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/out
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(push ssh leases review web webhook export submit capacity gerrit)
+[ ${#names[@]} -gt 0 ] || names=(push ssh leases review web webhook export submit capacity gerrit limits)
 for n in "${names[@]}"; do
 	echo "=== bench: $n ($(date -u +%H:%M:%S))"
 	case "$n" in
 	push | ssh) COLLAB_BENCH_GITOLITE=1 ./scripts/deps.sh && "./bench/$n.sh" ;;
-	leases | web | webhook | export | review | submit | capacity | gerrit) go run "./bench/$n" ;;
+	leases | web | webhook | export | review | submit | capacity | gerrit | limits) go run "./bench/$n" ;;
 	*) echo "bench: unknown benchmark $n" >&2; exit 2 ;;
 	esac
 done

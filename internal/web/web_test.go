@@ -739,7 +739,8 @@ func TestFieldWord(t *testing.T) {
 
 // Writes through the API and through the pages' forms spend from one
 // bucket per principal (ops counts every write): past it both answer 429
-// with Retry-After and write nothing; reads and other principals go on.
+// with Retry-After and write nothing; reads and other principals go on. A
+// form's title holding a control character is refused like the API's.
 func TestRateLimitAPIAndForms(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -762,6 +763,14 @@ func TestRateLimitAPIAndForms(t *testing.T) {
 		t.Fatal("no CSRF token in the signed-in form")
 	}
 	csrf := m[1]
+	// A title with a control character is refused before any write, so it
+	// spends nothing (ops checks titles first, for every transport).
+	for range 4 {
+		res, body := post(t, c, u+"/org/demo/-/issues", url.Values{"title": {"\x1b]0;pwned\x07"}, "csrf": {csrf}}, nil)
+		if res.StatusCode != 400 || !strings.Contains(body, `title holds the control character \x1b at byte 0`) {
+			t.Fatalf("form with an escape in its title: %d %s", res.StatusCode, text.Clip(body))
+		}
+	}
 	if got := f.do(req{method: "POST", path: "/api/v1/repos/org/demo/issues", who: "bob", body: `{"title":"api one"}`}); got.status != 201 {
 		t.Fatalf("API write 1: %d %s", got.status, got.body)
 	}
