@@ -200,7 +200,9 @@ func FuzzShow(f *testing.F) {
 }
 
 // BenchmarkShowBody: the cost of the neutraliser on a 1 MiB body that needs
-// nothing (the common case: a scan, no copy) and on one full of escapes.
+// nothing (the common case: a scan, no copy) and on one full of escapes,
+// each beside the baseline of --json's encoding of the same text
+// (encoding/json, which escapes controls its own way, and text.JSON).
 func BenchmarkShowBody(b *testing.B) {
 	clean := strings.Repeat("Some ordinary text, with ünïcode.\n", 1<<15)
 	hostile := strings.Repeat("\x1b]0;pwned\x07\x1b[2J text\n", 1<<15)
@@ -209,6 +211,16 @@ func BenchmarkShowBody(b *testing.B) {
 			b.SetBytes(int64(len(tc.s)))
 			for b.Loop() {
 				_ = ShowBody(tc.s)
+			}
+		})
+		b.Run(tc.name+"-json", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.s)))
+			for b.Loop() {
+				js, err := json.Marshal(tc.s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = JSON(js)
 			}
 		})
 	}
