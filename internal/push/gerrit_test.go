@@ -66,6 +66,8 @@ func TestGerritOptions(t *testing.T) {
 		{ref: "refs/for/main%r=Bob", want: "want a user name"},
 		{ref: "refs/for/main%r=", want: "needs a value"},
 		{ref: "refs/for/main%t=a\tb", want: "want a hashtag"},
+		{raw: []string{"t=\x1b]0;pwned\x07"}, ref: "refs/for/main", want: "want a hashtag"},
+		{raw: []string{"hashtag=clear\u009b2J"}, ref: "refs/for/main", want: "want a hashtag"},
 		{raw: []string{"colour=red"}, ref: "refs/for/main%topic=x", want: `unknown push option "colour"`},
 	} {
 		o, err := RefOptions(tc.raw, tc.ref)

@@ -121,7 +121,9 @@ func ParseOptions(raw []string) (Options, error) {
 				return Options{}, err
 			}
 			tag := strings.TrimSpace(strings.TrimLeft(value, "#"))
-			if tag == "" || len(tag) > MaxHashtag || strings.ContainsAny(tag, ",\r\n\t") {
+			// A hashtag is printed inside a line (patch show): one line, no
+			// control character, as titles.
+			if tag == "" || strings.Contains(tag, ",") || line("hashtag", tag, MaxHashtag) != nil {
 				return Options{}, fault.New(fault.Usage, "push option %s=%s: want a hashtag of 1 to %d characters, one line, no commas", name, text.Clip(value), MaxHashtag)
 			}
 			if !slices.Contains(o.Hashtags, tag) {

@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -207,21 +208,28 @@ func (env *Env) gerritQuery(c *cli.Context) error {
 }
 
 // writeGerritJSON prints Gerrit's --format=JSON: one change per line, no
-// blank line, and always the stats line last.
+// blank line, and always the stats line last; DEL and C1 controls escaped
+// like every --json output's (text.JSON).
 func writeGerritJSON(w io.Writer, changes []gerritChange) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	for _, c := range changes {
 		if err := enc.Encode(c); err != nil {
 			return fmt.Errorf("write change: %w", err)
 		}
 	}
-	return enc.Encode(struct {
+	err := enc.Encode(struct {
 		Type     string `json:"type"`
 		RowCount int    `json:"rowCount"`
 	}{"stats", len(changes)})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(text.JSON(b.Bytes()))
+	return err
 }
 
-// writeGerritText prints Gerrit's default text format.
+// writeGerritText prints Gerrit's default text format, neutralised.
 func writeGerritText(w io.Writer, changes []gerritChange) error {
 	var b strings.Builder
 	for _, c := range changes {
@@ -245,6 +253,8 @@ func writeGerritText(w io.Writer, changes []gerritChange) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "type: stats\nrowCount: %d\n", len(changes))
-	_, err := io.WriteString(w, b.String())
+	// Subjects and topics are user text: they reach the terminal through
+	// the neutraliser, as every verb's plain output does (Env.Print).
+	_, err := io.WriteString(w, text.ShowBody(b.String()))
 	return err
 }

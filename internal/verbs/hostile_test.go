@@ -94,6 +94,20 @@ func TestHostileTextIsShownHarmlessly(t *testing.T) {
 		}
 	}
 
+	// gerrit query (git-review's) writes its own formats: the text one is
+	// neutralised, the JSON one escaped as --json is.
+	out := w.runIn("carol", "", "gerrit", "query", "project:demo").stdout
+	terminalSafe(t, "gerrit query", out)
+	if !strings.Contains(out, `subject: patch \x1b]0;pwned\x07`) {
+		t.Errorf("gerrit query does not show the planted title as escapes:\n%s", out)
+	}
+	out = w.runIn("carol", "", "gerrit", "query", "--format=JSON", "project:demo").stdout
+	terminalSafe(t, "gerrit query --format=JSON", out)
+	var change struct{ Subject string }
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &change); err != nil || change.Subject != "patch "+evil {
+		t.Errorf("gerrit query --format=JSON: %v, subject %q", err, change.Subject)
+	}
+
 	// JSON is exact: the stored values come back byte for byte.
 	var d struct {
 		Title    string
