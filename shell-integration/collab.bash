@@ -25,7 +25,7 @@ _collab_words() {
 	case "$1 $2" in
 	"issue new") echo "--title --body --json" ;;
 	"issue list") echo "--state --label --limit --after --json" ;;
-	"issue show") echo "--json" ;;
+	"issue show") echo "--limit --after --json" ;;
 	"issue comment") echo "--body --lease-token --json" ;;
 	"issue close" | "issue reopen") echo "--lease-token --json" ;;
 	"issue label") echo "--add --remove --json" ;;
