@@ -283,6 +283,20 @@ type treeRow struct {
 	URL string // "" for a submodule
 }
 
+// toDefaultBranch answers a code URL without a ref (/REPO/-/tree,
+// /REPO/-/commits) with the same view of the default branch.
+func toDefaultBranch(w http.ResponseWriter, r *http.Request, g browse.Repo, key, kind string) error {
+	def, err := g.DefaultBranch(r.Context())
+	if err != nil {
+		return err
+	}
+	if def == "" {
+		return notFound("branch")
+	}
+	http.Redirect(w, r, codeURL(key, kind, def, ""), http.StatusFound)
+	return nil
+}
+
 // pageTree lists a directory at a ref.
 func (s *Server) pageTree(w http.ResponseWriter, r *http.Request) error {
 	key, g, err := s.codeRepo(r)
@@ -290,15 +304,7 @@ func (s *Server) pageTree(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if muxVar(r, "rest") == "" {
-		def, err := g.DefaultBranch(r.Context())
-		if err != nil {
-			return err
-		}
-		if def == "" {
-			return notFound("branch")
-		}
-		http.Redirect(w, r, codeURL(key, "tree", def, ""), http.StatusFound)
-		return nil
+		return toDefaultBranch(w, r, g, key, "tree")
 	}
 	ref, p, err := s.refPath(r, g)
 	if err != nil {
@@ -480,15 +486,7 @@ func (s *Server) pageCommits(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if muxVar(r, "rest") == "" {
-		def, err := g.DefaultBranch(r.Context())
-		if err != nil {
-			return err
-		}
-		if def == "" {
-			return notFound("branch")
-		}
-		http.Redirect(w, r, codeURL(key, "commits", def, ""), http.StatusFound)
-		return nil
+		return toDefaultBranch(w, r, g, key, "commits")
 	}
 	ref, p, err := s.refPath(r, g)
 	if err != nil {
