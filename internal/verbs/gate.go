@@ -126,7 +126,7 @@ func gateSubcommands(env *Env) []*cli.Command {
 			ArgsUsage: "REPO ID NAME --state pending|running|success|failure|error|skipped [--revision N] [--url U] [--summary S]",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "state", Usage: strings.Join(checks.States, ", ")},
-				&cli.IntFlag{Name: "revision", Usage: "the revision (default: the latest)"},
+				&cli.IntFlag{Name: "revision", Usage: "the revision", DefaultText: "the latest"},
 				&cli.StringFlag{Name: "url", Usage: "where the details are"},
 				&cli.StringFlag{Name: "summary", Usage: "one line about the result; - reads stdin"},
 				JSONFlag,

@@ -39,7 +39,7 @@ func patchCommand(env *Env) *cli.Command {
 				Usage:     "a revision's diff against its base; with --from M the interdiff M→N",
 				ArgsUsage: "REPO ID [--revision N] [--from M]",
 				Flags: []cli.Flag{
-					&cli.IntFlag{Name: "revision", Usage: "the revision (default: the latest)"},
+					&cli.IntFlag{Name: "revision", Usage: "the revision", DefaultText: "the latest"},
 					&cli.IntFlag{Name: "from", Usage: "show what the author changed since this revision"},
 					JSONFlag,
 				},
@@ -53,7 +53,7 @@ func patchCommand(env *Env) *cli.Command {
 					&cli.BoolFlag{Name: "approve", Usage: "vote to approve (needs write access)"},
 					&cli.BoolFlag{Name: "request-changes", Usage: "vote against until changed (needs write access)"},
 					&cli.BoolFlag{Name: "comment", Usage: "comment without a vote"},
-					&cli.IntFlag{Name: "revision", Usage: "the revision reviewed (default: the latest)"},
+					&cli.IntFlag{Name: "revision", Usage: "the revision reviewed", DefaultText: "the latest"},
 					&cli.StringFlag{Name: "file", Usage: "anchor the comment to this file of the revision"},
 					&cli.IntFlag{Name: "line", Usage: "and to this line of it (from 1)"},
 					&cli.StringFlag{Name: "body", Usage: "markdown body; - reads stdin"},
