@@ -7,7 +7,6 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/labels"
-	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -227,10 +226,8 @@ func (s *Service) Comment(ctx context.Context, who Actor, in Comment) (issues.Co
 	var c issues.Comment
 	err = s.write(ctx, who, func(tx store.Tx) error {
 		now := s.now()
-		if in.LeaseToken > 0 {
-			if err := leases.Fence(ctx, tx, t.key, t.id, who.Principal, in.LeaseToken, now); err != nil {
-				return err
-			}
+		if err := t.fence(ctx, tx, who, in.LeaseToken, now); err != nil {
+			return err
 		}
 		c, err = issues.AddComment(ctx, tx, t.key, t.id, who.Principal, in.Body, now)
 		return err

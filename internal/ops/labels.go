@@ -7,7 +7,6 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/labels"
-	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -49,10 +48,8 @@ func (s *Service) LabelIssue(ctx context.Context, who Actor, in LabelIssue) (iss
 	var ev issues.Labeled
 	err = s.write(ctx, who, func(tx store.Tx) error {
 		now := s.now()
-		if in.LeaseToken > 0 {
-			if err := leases.Fence(ctx, tx, t.key, t.id, who.Principal, in.LeaseToken, now); err != nil {
-				return err
-			}
+		if err := t.fence(ctx, tx, who, in.LeaseToken, now); err != nil {
+			return err
 		}
 		if in.Set != nil {
 			ev, _, err = issues.SetLabels(ctx, tx, t.key, t.id, *in.Set, who.Principal, now)

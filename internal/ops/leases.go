@@ -51,6 +51,17 @@ func (s *Service) AcquireLease(ctx context.Context, who Actor, in Acquire) (leas
 
 // mayOverride is the rule of a lease override: only a repository admin
 // may end someone else's live lease.
+// fence checks, inside the write's transaction, that token (when
+// positive; zero means the caller gave none) is who's token of the live
+// lease on the issue t names: the one fencing rule of a comment or a
+// labelling.
+func (t target) fence(ctx context.Context, tx store.Tx, who Actor, token int64, now time.Time) error {
+	if token <= 0 {
+		return nil
+	}
+	return leases.Fence(ctx, tx, t.key, t.id, who.Principal, token, now)
+}
+
 func mayOverride(t target, force bool) error {
 	if force && t.lvl < access.Admin {
 		return fault.NewField(fault.Denied, FieldForce, "permission denied: only a repository admin may override a lease (%s)", fault.Field(FieldForce))
