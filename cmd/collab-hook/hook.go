@@ -20,6 +20,7 @@ import (
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -79,35 +80,38 @@ func runHook(ctx context.Context, g globals, name string) error {
 	}
 	var us []push.Update
 	if name != "proc-receive" {
-		if us, err = push.ReadUpdates(os.Stdin); err != nil {
+		if us, err = pushcheck.ReadUpdates(os.Stdin); err != nil {
 			return fail(err)
 		}
-		if name != "pre-receive" && !push.MovesBranches(us) {
+		if name != "pre-receive" && !pushcheck.MovesBranches(us) {
 			return nil // a refs/for push: nothing for the merge scan
 		}
 	}
 	// Where serve has just checked write access and handed off the push
-	// limits, or the push is local (the operator's: its refs and options
-	// are not limited), pre-receive asks the database only for the branch
-	// rules of a push that touches branches; a refs/for push does not open
-	// it.
+	// limits and branch rules (collab-hook-fast decides such a push
+	// itself where it is installed), or the push is local (the
+	// operator's: its refs and options are not limited), pre-receive asks
+	// the database only for what the hand-off lacks.
 	if h.Principal == access.Local && name == "pre-receive" {
 		lim := pushlimit.Unlimited()
 		h.Limits = &lim
 	}
 	checked := name == "pre-receive" && h.WriteChecked(key, time.Now())
-	var db *store.DB
-	if !checked || h.Limits == nil || push.TouchesBranches(us) {
-		if db, err = store.OpenShort(ctx, root.DBPath()); err != nil {
-			return fail(fault.Default(err, "forge database unavailable"))
-		}
-		defer db.Close()
-	}
 	e := &push.Env{
-		Root: root, DB: db, Repo: key, Git: git.InHook(dir),
+		Root: root, Repo: key, Git: git.InHook(dir),
 		Principal: h.Principal, WriteChecked: checked, URL: g.url,
 		Stderr: os.Stderr, Log: log, Now: time.Now, Limits: h.Limits,
 	}
+	if name == "pre-receive" && h.Stamped(key, time.Now()) {
+		e.Rules, e.Level = h.Rules, h.Checked.Level
+	}
+	if !checked || h.Limits == nil || (e.Rules == nil && pushcheck.TouchesBranches(us)) {
+		if e.DB, err = store.OpenShort(ctx, root.DBPath()); err != nil {
+			return fail(fault.Default(err, "forge database unavailable"))
+		}
+		defer e.DB.Close()
+	}
+	db := e.DB
 	if name == "proc-receive" {
 		// Each revision is a write of the pusher's, counted by the rule
 		// every write of a principal passes (the operator's are not).
@@ -115,7 +119,7 @@ func runHook(ctx context.Context, g globals, name string) error {
 	}
 	switch name {
 	case "pre-receive":
-		if err := push.PreReceive(ctx, e, us, push.EnvOptions()); err != nil {
+		if err := push.PreReceive(ctx, e, us, pushcheck.EnvOptions()); err != nil {
 			// PreReceive logged it with the refs.
 			fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 			return cli.Exit("", 1)

@@ -10,8 +10,17 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/reponame"
-	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
+
+// Querier is what access reads through: store.Querier's reading half,
+// declared here so that access links no SQLite driver. The pre-receive
+// hook's lean binary (cmd/collab-hook-fast) links this package for its
+// levels and names alone, and a driver would double its start-up.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
 
 // Level is an access level; each includes the ones below it.
 type Level int
@@ -48,6 +57,40 @@ func (l Level) String() string {
 	}
 }
 
+// ValidName reports whether name matches [a-z0-9][a-z0-9._-]{0,63}, the
+// rule for principal and token names. It is a loop rather than a regexp
+// because a regexp compiled at start-up costs every hook process.
+func ValidName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckName refuses a name that is not a valid principal name, or one of
+// the names the forge itself uses for pushers (Local, Unknown).
+func CheckName(name string) error {
+	if !ValidName(name) {
+		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", text.Clip(name))
+	}
+	if name == Local {
+		return fault.New(fault.Usage, "principal name %q is reserved for pushes made on the server", name)
+	}
+	if name == Unknown {
+		return fault.New(fault.Usage, "principal name %q is reserved for merges whose pusher is not known", name)
+	}
+	return nil
+}
+
 // ParseLevel reads read|write|admin.
 func ParseLevel(s string) (Level, error) {
 	switch s {
@@ -75,7 +118,7 @@ const levelQuery = `
 
 // Of returns principal's level in the repository with key. A missing
 // repository, a missing or disabled principal all give None.
-func Of(ctx context.Context, q store.Querier, principal, key string) (Level, error) {
+func Of(ctx context.Context, q Querier, principal, key string) (Level, error) {
 	var (
 		name            string
 		public, enabled bool
@@ -94,7 +137,7 @@ func Of(ctx context.Context, q store.Querier, principal, key string) (Level, err
 
 // Levels returns principal's level in every repository, by key: what Of
 // gives for each, in one query however many repositories there are.
-func Levels(ctx context.Context, q store.Querier, principal string) (map[string]Level, error) {
+func Levels(ctx context.Context, q Querier, principal string) (map[string]Level, error) {
 	rows, err := q.QueryContext(ctx, levelQuery, principal, principal)
 	if err != nil {
 		return nil, fmt.Errorf("read access of %s: %w", principal, err)
@@ -150,7 +193,7 @@ func level(principal string, public, enabled bool, grant sql.NullString) (Level,
 // Require returns nil when principal has at least need in key's repository.
 // Without read access the repository is reported exactly like a missing
 // one, so that its existence is not revealed.
-func Require(ctx context.Context, q store.Querier, principal, key string, need Level) (Level, error) {
+func Require(ctx context.Context, q Querier, principal, key string, need Level) (Level, error) {
 	l, err := Of(ctx, q, principal, key)
 	if err != nil {
 		return None, err

@@ -1,8 +1,8 @@
 // Package branches keeps branch rules: which branches of a repository are
 // protected, what a submit into one needs (approvals, required checks) and
 // how it merges by default, and whether a repository admin may still
-// fast-forward it by a plain push. It also decides, for pre-receive, which
-// updates of a protected branch a push may make (Decide).
+// fast-forward it by a plain push. pre-receive decides with them
+// (PushRules, pushcheck.Decide).
 package branches
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -241,40 +242,12 @@ func Delete(ctx context.Context, tx store.Querier, repo, branch, actor string, n
 	return r, nil
 }
 
-// Move is what a push does to a branch, as pre-receive sees it.
-type Move int
-
-const (
-	// Create makes a branch that did not exist.
-	Create Move = iota
-	// FastForward moves it to a descendant of its tip.
-	FastForward
-	// Rewind moves it anywhere else (a force push).
-	Rewind
-	// Remove deletes it.
-	Remove
-)
-
-// Decide says whether a push may make move on the protected branch of
-// rule r: nil, or a one-line refusal that names patch submit. Deleting or
-// rewinding is refused to everyone; creating it is a repository admin's;
-// a fast-forward only a repository admin's where the rule says admin.
-func Decide(r Rule, move Move, repoAdmin bool) error {
-	b := r.Branch
-	switch move {
-	case Remove:
-		return fault.New(fault.Denied, "cannot delete protected branch %s (unprotect it first); changes reach it through patch submit", b)
-	case Rewind:
-		return fault.New(fault.Denied, "cannot force-push protected branch %s; changes reach it through patch submit", b)
-	case Create:
-		if repoAdmin {
-			return nil
-		}
-		return fault.New(fault.Denied, "branch %s is protected and only a repository admin creates it; then push to refs/for/%s and use patch submit", b, b)
-	default:
-		if repoAdmin && r.DirectPush == DirectAdmin {
-			return nil
-		}
-		return fault.New(fault.Denied, "branch %s is protected: push to refs/for/%s and use patch submit", b, b)
+// PushRules are rules as pre-receive decides with them (pushcheck.Check),
+// by branch.
+func PushRules(rules []Rule) map[string]pushcheck.Rule {
+	out := make(map[string]pushcheck.Rule, len(rules))
+	for _, r := range rules {
+		out[r.Branch] = pushcheck.Rule{Branch: r.Branch, AdminPush: r.DirectPush == DirectAdmin}
 	}
+	return out
 }

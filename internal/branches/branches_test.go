@@ -3,12 +3,14 @@ package branches
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -63,38 +65,13 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestDecide(t *testing.T) {
-	none, admin := Default("main"), Default("main")
+func TestPushRules(t *testing.T) {
+	admin := Default("rel")
 	admin.DirectPush = DirectAdmin
-	for _, tc := range []struct {
-		name      string
-		rule      Rule
-		move      Move
-		repoAdmin bool
-		allowed   bool
-	}{
-		{"writer ff", none, FastForward, false, false},
-		{"admin ff, rule none", none, FastForward, true, false},
-		{"admin ff, rule admin", admin, FastForward, true, true},
-		{"writer ff, rule admin", admin, FastForward, false, false},
-		{"admin rewind", admin, Rewind, true, false},
-		{"admin delete", admin, Remove, true, false},
-		{"writer delete", none, Remove, false, false},
-		{"admin create", none, Create, true, true},
-		{"writer create", admin, Create, false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := Decide(tc.rule, tc.move, tc.repoAdmin)
-			if (err == nil) != tc.allowed {
-				t.Fatalf("allowed=%v (%v), want %v", err == nil, err, tc.allowed)
-			}
-			if err != nil {
-				msg := fault.Public(err)
-				if !strings.Contains(msg, "patch submit") || strings.Contains(msg, "\n") || fault.ExitCode(err) != 5 {
-					t.Fatalf("refusal %q (exit %d): want one line naming patch submit, exit 5", msg, fault.ExitCode(err))
-				}
-			}
-		})
+	got := PushRules([]Rule{Default("main"), admin})
+	want := map[string]pushcheck.Rule{"main": {Branch: "main"}, "rel": {Branch: "rel", AdminPush: true}}
+	if !maps.Equal(got, want) {
+		t.Fatalf("PushRules = %v, want %v", got, want)
 	}
 }
 

@@ -20,13 +20,14 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
 )
 
 // DefaultDir is the root when neither --root nor COLLAB_ROOT says otherwise.
-const DefaultDir = "/srv/collab"
+const DefaultDir = layout.DefaultRoot
 
 // Settings a root knows; config set refuses others.
 const (
@@ -65,18 +66,15 @@ type Root struct{ Dir string }
 // New returns the root at dir, made absolute and with symlinks resolved so
 // that hooks compare paths reliably.
 func New(dir string) (Root, error) {
-	abs, err := filepath.Abs(dir)
+	abs, err := layout.Resolve(dir)
 	if err != nil {
-		return Root{}, fmt.Errorf("root %s: %w", dir, err)
-	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
+		return Root{}, err
 	}
 	return Root{Dir: abs}, nil
 }
 
-func (r Root) ReposDir() string { return filepath.Join(r.Dir, "repos") }
-func (r Root) DBPath() string   { return filepath.Join(r.Dir, "collab.db") }
+func (r Root) ReposDir() string { return layout.Repos(r.Dir) }
+func (r Root) DBPath() string   { return layout.DB(r.Dir) }
 func (r Root) KeyPath() string  { return filepath.Join(r.Dir, "forge.key") }
 func (r Root) LogDir() string   { return filepath.Join(r.Dir, "log") }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
@@ -27,6 +28,9 @@ const (
 	// LimitsVar is the push limits serve read with its access check
 	// (pushlimit.Limits.Encode).
 	LimitsVar = "COLLAB_PUSH_LIMITS"
+	// RulesVar is the repository's branch rules serve read with its
+	// access check (pushcheck.EncodeRules).
+	RulesVar = "COLLAB_BRANCH_RULES"
 	// MergeScanBudgetVar is an operator's setting (it reaches the hooks
 	// through serve's own COLLAB_* variables, not from serve's decision):
 	// how many commits post-receive scans while the pusher waits.
@@ -51,6 +55,10 @@ type Handoff struct {
 	// Limits are the push limits serve read; nil means none (the hooks
 	// read them from the database).
 	Limits *pushlimit.Limits
+	// Rules are the branch rules of Checked.Repo, read with the check;
+	// nil means none were handed off (the hooks read them from the
+	// database). They count only with the check (Stamped).
+	Rules map[string]pushcheck.Rule
 	// MergeScanBudget is the operator's foreground merge scan budget (0:
 	// the default). Decode only: serve passes it through, never sets it.
 	MergeScanBudget int
@@ -68,7 +76,7 @@ type Check struct {
 // have put it).
 func Owned(name string) bool {
 	switch name {
-	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar:
+	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar:
 		return true
 	}
 	return false
@@ -88,6 +96,9 @@ func (h Handoff) Encode() []string {
 	}
 	if h.Limits != nil {
 		env = append(env, LimitsVar+"="+h.Limits.Encode())
+	}
+	if h.Rules != nil {
+		env = append(env, RulesVar+"="+pushcheck.EncodeRules(h.Rules))
 	}
 	return env
 }
@@ -133,6 +144,9 @@ func Decode(getenv func(string) string) Handoff {
 	if l, ok := pushlimit.Decode(getenv(LimitsVar)); ok {
 		h.Limits = &l
 	}
+	if r, ok := pushcheck.DecodeRules(getenv(RulesVar)); ok {
+		h.Rules = r
+	}
 	if n, err := strconv.Atoi(getenv(MergeScanBudgetVar)); err == nil && n > 0 {
 		h.MergeScanBudget = n
 	}
@@ -152,4 +166,15 @@ func (h Handoff) WriteChecked(key string, now time.Time) bool {
 	}
 	age := now.Sub(c.At)
 	return age >= -time.Second && age <= CheckedFresh
+}
+
+// Stamped reports whether serve's hand-off covers everything pre-receive
+// would ask the database for a push to key: write access checked within
+// CheckedFresh (WriteChecked, and never the local principal's implied
+// access), the push limits and the branch rules. The rules are serve's
+// reading at the same moment as the access check; a rule changed while
+// the pack uploads counts from the next push, as a revoked grant does.
+func (h Handoff) Stamped(key string, now time.Time) bool {
+	return h.Principal != access.Local && h.Checked.Repo == key && h.WriteChecked(key, now) &&
+		h.Limits != nil && h.Rules != nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
@@ -55,7 +56,7 @@ func TestRoundTrip(t *testing.T) {
 	if d := Decode(env("COLLAB_PUSH_LIMITS=1 2 3")); d.Limits != nil {
 		t.Errorf("malformed limits decoded as %+v", d.Limits)
 	}
-	for _, name := range []string{"COLLAB_PRINCIPAL", "COLLAB_ROOT", "COLLAB_URL", "COLLAB_ACCESS", "COLLAB_PUSH_LIMITS"} {
+	for _, name := range []string{"COLLAB_PRINCIPAL", "COLLAB_ROOT", "COLLAB_URL", "COLLAB_ACCESS", "COLLAB_PUSH_LIMITS", "COLLAB_BRANCH_RULES"} {
 		if !Owned(name) {
 			t.Errorf("Owned(%s) = false", name)
 		}
@@ -94,5 +95,44 @@ func TestWriteChecked(t *testing.T) {
 		if got := h.WriteChecked("org/demo.git", now); got != tc.want {
 			t.Errorf("WriteChecked(%q, %q) = %v, want %v", tc.principal, tc.checked, got, tc.want)
 		}
+	}
+}
+
+// Stamped: serve's hand-off covers pre-receive only whole (fresh write
+// check of this repository, limits and rules) and never for the local
+// principal; "no rules" is "-", never an absent or empty variable.
+func TestStamped(t *testing.T) {
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	lim := pushlimit.Defaults()
+	full := Handoff{Principal: "alice", Checked: Check{Level: access.Write, Repo: "demo.git", At: now},
+		Limits: &lim, Rules: map[string]pushcheck.Rule{}}
+	for _, tc := range []struct {
+		name string
+		h    func(h Handoff) Handoff
+		at   time.Time
+		want bool
+	}{
+		{"whole", func(h Handoff) Handoff { return h }, now, true},
+		{"with rules", func(h Handoff) Handoff {
+			h.Rules = map[string]pushcheck.Rule{"main": {Branch: "main"}}
+			return h
+		}, now, true},
+		{"no rules handed off", func(h Handoff) Handoff { h.Rules = nil; return h }, now, false},
+		{"no limits", func(h Handoff) Handoff { h.Limits = nil; return h }, now, false},
+		{"read only", func(h Handoff) Handoff { h.Checked.Level = access.Read; return h }, now, false},
+		{"other repository", func(h Handoff) Handoff { h.Checked.Repo = "other.git"; return h }, now, false},
+		{"stale", func(h Handoff) Handoff { return h }, now.Add(CheckedFresh + time.Second), false},
+		{"local", func(h Handoff) Handoff { h.Principal = ""; h.Checked = Check{}; return h }, now, false},
+	} {
+		h := Decode(env(tc.h(full).Encode()...))
+		if got := h.Stamped("demo.git", tc.at); got != tc.want {
+			t.Errorf("%s: Stamped = %v, want %v (%+v)", tc.name, got, tc.want, h)
+		}
+	}
+	if h := Decode(env(full.Encode()...)); h.Rules == nil || len(h.Rules) != 0 {
+		t.Errorf("no rules decoded as %v", h.Rules)
+	}
+	if h := Decode(env("COLLAB_BRANCH_RULES=")); h.Rules != nil {
+		t.Errorf("empty rules decoded as %v", h.Rules)
 	}
 }

@@ -12,8 +12,9 @@
 // ExposeAuthInfo, the key against the database at every login. A missing,
 // unreadable or truncated file makes the caller fall back to the database.
 //
-// This package reads and formats the file; it must stay free of SQLite and
-// other heavy packages, as it is on the path of every ssh login.
+// This package reads and formats the file and the line keys-command prints
+// (Answer); it must stay free of SQLite and other heavy packages, as it is
+// on the path of every ssh login (cmd/collab-hook-fast).
 package keyindex
 
 import (
@@ -23,6 +24,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/dbfile"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/layout"
+	"github.com/collab-forge/collab/internal/shellwords"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // header and trailer frame the file; a file without both (a crash while it
@@ -129,4 +138,58 @@ func Lookup(path, typ, blob string) (string, error) {
 		return "", fmt.Errorf("%w: %s has a bad line", ErrUnusable, path)
 	}
 	return string(name), nil
+}
+
+// Command is how authorized_keys lines start the forced command.
+type Command struct {
+	Binary string // absolute path of collab-hook
+	Root   string // the forge root; omitted from the line when it is the default
+}
+
+// ForcedCommand returns "BINARY [--root ROOT] serve --as NAME", shell-quoted.
+func (c Command) ForcedCommand(name string) (string, error) {
+	for _, p := range []string{c.Binary, c.Root} {
+		// The command sits inside command="…", where sshd only knows \" as
+		// an escape; refuse rather than escape what should never occur.
+		if strings.ContainsAny(p, "\"\\\n\r\x00") {
+			return "", fault.New(fault.Usage, "path %q cannot go into authorized_keys", text.Clip(p))
+		}
+	}
+	if !strings.HasPrefix(c.Binary, "/") {
+		return "", fault.New(fault.Usage, "collab-hook path %q is not absolute", text.Clip(c.Binary))
+	}
+	if err := access.CheckName(name); err != nil {
+		return "", err
+	}
+	cmd := shellwords.Quote(c.Binary)
+	if c.Root != "" && c.Root != layout.DefaultRoot {
+		cmd += " --root " + shellwords.Quote(c.Root)
+	}
+	return cmd + " serve --as " + name, nil
+}
+
+// AuthorizedLine is the authorized_keys line of key (its text, "TYPE BLOB
+// [COMMENT]") for principal.
+func (c Command) AuthorizedLine(principal, key string) (string, error) {
+	fc, err := c.ForcedCommand(principal)
+	if err != nil {
+		return "", err
+	}
+	return `command="` + fc + `",restrict ` + key, nil
+}
+
+// Answer is keys-command's answer from the index beside the database at
+// dbPath for the key given as sshd's %t and %k: its authorized_keys line,
+// or "" when no enabled principal owns it. ErrUnusable (wrapped) says the
+// index cannot answer and the database must; a database newer than this
+// binary is refused as opening it would be (dbfile.Check).
+func Answer(c Command, dbPath, typ, blob string) (string, error) {
+	if err := dbfile.Check(dbPath); err != nil {
+		return "", fault.Default(err, "forge database unavailable")
+	}
+	name, err := Lookup(Path(dbPath), typ, blob)
+	if err != nil || name == "" {
+		return "", err
+	}
+	return c.AuthorizedLine(name, typ+" "+blob)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
-	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/store"
@@ -111,7 +110,7 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 // checkReviewer refuses a reviewer filter that cannot be a principal's
 // name ("" asks for no filter).
 func checkReviewer(name string) error {
-	if name != "" && !principals.ValidName(name) {
+	if name != "" && !access.ValidName(name) {
 		return fault.NewField(fault.Usage, FieldReviewer, "bad %s %q: want a principal name", fault.Field(FieldReviewer), text.Clip(name))
 	}
 	return nil

@@ -15,9 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/keyindex"
-	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -256,18 +254,15 @@ func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, erro
 // database itself only where the index cannot answer (missing, say, in a
 // root made before the index existed).
 func KeysCommand(ctx context.Context, c Command, dbPath, typ, blob string) (string, error) {
-	// A forge this binary cannot serve is refused as opening it would.
-	if err := store.CheckFileVersion(dbPath); err != nil {
-		return "", fault.Default(err, "forge database unavailable")
+	line, err := keyindex.Answer(c, dbPath, typ, blob)
+	if !errors.Is(err, keyindex.ErrUnusable) {
+		return line, err
 	}
-	name, err := keyindex.Lookup(keyindex.Path(dbPath), typ, blob)
-	if errors.Is(err, keyindex.ErrUnusable) {
-		name, err = ownerInDB(ctx, dbPath, typ, blob)
-	}
+	name, err := ownerInDB(ctx, dbPath, typ, blob)
 	if err != nil || name == "" {
 		return "", err
 	}
-	return c.AuthorizedLine(Key{Principal: name, Type: typ, Blob: blob})
+	return c.AuthorizedLine(name, typ+" "+blob)
 }
 
 func ownerInDB(ctx context.Context, dbPath, typ, blob string) (string, error) {
@@ -293,41 +288,7 @@ func OwnsFingerprint(ctx context.Context, q store.Querier, principal, fingerprin
 }
 
 // Command is how authorized_keys lines start the forced command.
-type Command struct {
-	Binary string // absolute path of collab-hook
-	Root   string // the forge root; omitted from the line when it is the default
-}
-
-// ForcedCommand returns "BINARY [--root ROOT] serve --as NAME", shell-quoted.
-func (c Command) ForcedCommand(name string) (string, error) {
-	for _, p := range []string{c.Binary, c.Root} {
-		// The command sits inside command="…", where sshd only knows \" as
-		// an escape; refuse rather than escape what should never occur.
-		if strings.ContainsAny(p, "\"\\\n\r\x00") {
-			return "", fault.New(fault.Usage, "path %q cannot go into authorized_keys", text.Clip(p))
-		}
-	}
-	if !strings.HasPrefix(c.Binary, "/") {
-		return "", fault.New(fault.Usage, "collab-hook path %q is not absolute", text.Clip(c.Binary))
-	}
-	if err := CheckName(name); err != nil {
-		return "", err
-	}
-	cmd := shellwords.Quote(c.Binary)
-	if c.Root != "" && c.Root != forge.DefaultDir {
-		cmd += " --root " + shellwords.Quote(c.Root)
-	}
-	return cmd + " serve --as " + name, nil
-}
-
-// AuthorizedLine is one authorized_keys line for k.
-func (c Command) AuthorizedLine(k Key) (string, error) {
-	fc, err := c.ForcedCommand(k.Principal)
-	if err != nil {
-		return "", err
-	}
-	return `command="` + fc + `",restrict ` + k.Line(), nil
-}
+type Command = keyindex.Command
 
 // WriteAuthorizedKeys writes a whole authorized_keys file: one line per key
 // of every enabled principal.
@@ -339,7 +300,7 @@ func WriteAuthorizedKeys(ctx context.Context, q store.Querier, c Command, w io.W
 	var b strings.Builder
 	b.WriteString("# Written by collab-hook authorized-keys; regenerate rather than edit.\n")
 	for _, k := range ks {
-		l, err := c.AuthorizedLine(k)
+		l, err := c.AuthorizedLine(k.Principal, k.Line())
 		if err != nil {
 			return err
 		}

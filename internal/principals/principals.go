@@ -21,40 +21,6 @@ import (
 // AllRepos is the grant target meaning every repository.
 const AllRepos = "*"
 
-// ValidName reports whether name matches [a-z0-9][a-z0-9._-]{0,63}, the
-// rule for principal and token names. It is a loop rather than a regexp
-// because a regexp compiled at start-up costs every hook process.
-func ValidName(name string) bool {
-	if name == "" || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// CheckName refuses a principal name that could not safely be written into
-// a forced command, and the reserved ones.
-func CheckName(name string) error {
-	if !ValidName(name) {
-		return fault.New(fault.Usage, "bad principal name %q: want [a-z0-9][a-z0-9._-]{0,63}", text.Clip(name))
-	}
-	if name == access.Local {
-		return fault.New(fault.Usage, "principal name %q is reserved for pushes made on the server", name)
-	}
-	if name == access.Unknown {
-		return fault.New(fault.Usage, "principal name %q is reserved for merges whose pusher is not known", name)
-	}
-	return nil
-}
-
 // Principal is a principals row.
 type Principal struct {
 	Name      string `json:"name"`
@@ -64,7 +30,7 @@ type Principal struct {
 
 // Add creates a principal.
 func Add(ctx context.Context, db *store.DB, name string, now time.Time) error {
-	if err := CheckName(name); err != nil {
+	if err := access.CheckName(name); err != nil {
 		return err
 	}
 	return db.Write(ctx, func(tx *sql.Tx) error {

@@ -23,13 +23,13 @@ const (
 	rsa1024 = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQC8kd5Q4VL8deMKo9KsimPIN/J7Ov1mDUjBiyANutsCVampeO350v5lforQlZoR2qXMEN06gx8oDUUi/r81ir7dmN6cFuPBVqFISRSeMwjUazkRHsggd9M7/PcaylmClXw5shIp4sQ7AMFMgtAZ05/B1eSMkq3m4Lh3mGajo3nasQ=="
 )
 
-func TestCheckName(t *testing.T) {
+func TestCheckNameReserved(t *testing.T) {
 	for name, ok := range map[string]bool{
 		"alice": true, "a": true, "0day": true, "ci-bot.2_x": true, strings.Repeat("a", 64): true,
 		"": false, "Alice": false, "-a": false, ".a": false, "_a": false, "a b": false, "a;b": false,
 		"a\"b": false, "a\nb": false, strings.Repeat("a", 65): false, "local": false, "ällo": false,
 	} {
-		err := CheckName(name)
+		err := access.CheckName(name)
 		if (err == nil) != ok {
 			t.Errorf("CheckName(%q) = %v, want ok=%v", name, err, ok)
 		}
@@ -137,14 +137,14 @@ func TestPrincipalsKeysGrants(t *testing.T) {
 	if !strings.HasSuffix(b.String(), want) {
 		t.Errorf("authorized_keys:\n%s\nwant line\n%s", b.String(), want)
 	}
-	l, err := Command{Binary: "/usr/local/libexec/collab/collab-hook", Root: forge.DefaultDir}.AuthorizedLine(k)
+	l, err := Command{Binary: "/usr/local/libexec/collab/collab-hook", Root: forge.DefaultDir}.AuthorizedLine(k.Principal, k.Line())
 	must(err)
 	if l != `command="/usr/local/libexec/collab/collab-hook serve --as alice",restrict `+edKey {
 		t.Errorf("default root line %q", l)
 	}
-	_, err = Command{Binary: `/tmp/a"b`, Root: "/r"}.AuthorizedLine(k)
+	_, err = Command{Binary: `/tmp/a"b`, Root: "/r"}.AuthorizedLine(k.Principal, k.Line())
 	kind(err, fault.Usage)
-	_, err = Command{Binary: "collab-hook", Root: "/r"}.AuthorizedLine(k)
+	_, err = Command{Binary: "collab-hook", Root: "/r"}.AuthorizedLine(k.Principal, k.Line())
 	kind(err, fault.Usage)
 
 	// keys-command lookups.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -17,27 +18,27 @@ func FuzzParseOptions(f *testing.F) {
 		f.Add(s, "topic=t")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		o, err := ParseOptions([]string{a, b})
+		o, err := pushcheck.ParseOptions([]string{a, b})
 		if err != nil {
 			if fault.KindOf(err) != fault.Usage || strings.Contains(fault.Public(err), "\n") {
-				t.Fatalf("ParseOptions(%q, %q): %v", a, b, err)
+				t.Fatalf("pushcheck.ParseOptions(%q, %q): %v", a, b, err)
 			}
 			return
 		}
 		for _, s := range []*string{o.Title, o.Topic} {
 			if s != nil && (strings.ContainsFunc(*s, text.IsControl) || !utf8.ValidString(*s)) {
-				t.Fatalf("ParseOptions(%q, %q): value %q", a, b, *s)
+				t.Fatalf("pushcheck.ParseOptions(%q, %q): value %q", a, b, *s)
 			}
 		}
-		if o.Title != nil && len(*o.Title) > MaxTitle || o.Topic != nil && len(*o.Topic) > MaxTopic {
-			t.Fatalf("ParseOptions(%q, %q): over the limits", a, b)
+		if o.Title != nil && len(*o.Title) > pushcheck.MaxTitle || o.Topic != nil && len(*o.Topic) > pushcheck.MaxTopic {
+			t.Fatalf("pushcheck.ParseOptions(%q, %q): over the limits", a, b)
 		}
 		if o.Patch != "" && strings.HasPrefix(o.Patch, "-") {
-			t.Fatalf("ParseOptions(%q, %q): patch %q", a, b, o.Patch)
+			t.Fatalf("pushcheck.ParseOptions(%q, %q): patch %q", a, b, o.Patch)
 		}
 		for _, l := range o.Leases {
 			if l.Token <= 0 {
-				t.Fatalf("ParseOptions(%q, %q): lease %+v", a, b, l)
+				t.Fatalf("pushcheck.ParseOptions(%q, %q): lease %+v", a, b, l)
 			}
 		}
 	})
@@ -65,7 +66,7 @@ func FuzzTrailers(f *testing.F) {
 			}
 		}
 		s := Subject(msg)
-		if strings.ContainsFunc(s, text.IsControl) || len(s) > MaxTitle || (utf8.ValidString(msg) && !utf8.ValidString(s)) {
+		if strings.ContainsFunc(s, text.IsControl) || len(s) > pushcheck.MaxTitle || (utf8.ValidString(msg) && !utf8.ValidString(s)) {
 			t.Fatalf("Subject(%q) = %q", msg, s)
 		}
 		if b := Body(msg); len(b) > len(msg) {

@@ -3,7 +3,6 @@ package push
 import (
 	"context"
 	"encoding/hex"
-	"net/url"
 	"strings"
 	"time"
 
@@ -12,60 +11,11 @@ import (
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/store"
-	"github.com/collab-forge/collab/internal/text"
 )
 
 // Gerrit's ways of saying things on a push, so that its own client
 // (git-review) and its users' habits work unmodified: the
 // refs/for/BASE%opt,opt=v suffix and the Change-Id: trailer.
-
-// SplitFor splits a refs/for ref into the ref without Gerrit's option
-// suffix and the suffix's options in push-option form ("topic=T", "wip").
-// Gerrit's options follow the first '%', separated by commas; a ref
-// without one comes back as it is, with no options.
-func SplitFor(ref string) (string, []string) {
-	bare, suffix, ok := strings.Cut(ref, "%")
-	if !ok {
-		return ref, nil
-	}
-	var opts []string
-	for _, o := range strings.Split(suffix, ",") {
-		if o != "" {
-			opts = append(opts, o)
-		}
-	}
-	return bare, opts
-}
-
-// RefOptions are the options of one refs/for command: the push options
-// raw, then those of the ref's Gerrit suffix (which win, as on Gerrit). A
-// refusal of a suffix option names the ref.
-func RefOptions(raw []string, ref string) (Options, error) {
-	_, sfx := SplitFor(ref)
-	if len(sfx) == 0 {
-		return ParseOptions(raw)
-	}
-	if _, err := ParseOptions(raw); err != nil {
-		return Options{}, err
-	}
-	o, err := ParseOptions(append(append([]string{}, raw...), sfx...))
-	if err != nil {
-		fe := fault.As(err)
-		return Options{}, fault.New(fe.Kind, "%s: %s", text.Clip(ref), fe.Msg)
-	}
-	return o, nil
-}
-
-// gerritMessage decodes an m=/message= value as Gerrit does: a ref cannot
-// hold spaces, so clients write '_' (or '+') for one and percent-encode
-// the rest; a value that does not decode stays as it was.
-func gerritMessage(v string) string {
-	v = strings.ReplaceAll(v, "_", " ")
-	if d, err := url.QueryUnescape(v); err == nil {
-		return d
-	}
-	return v
-}
 
 // ChangeID returns the patch id that a Gerrit Change-Id trailer value
 // names: "I" and 40 hex digits, the digits lowercased (all zeros is

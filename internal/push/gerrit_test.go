@@ -9,6 +9,7 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
@@ -23,14 +24,14 @@ func TestSplitFor(t *testing.T) {
 		{"refs/for/main%,,t=x,", "refs/for/main", "t=x"},
 		{"refs/for/main%m=a%20b", "refs/for/main", "m=a%20b"},
 	} {
-		bare, opts := SplitFor(tc.ref)
+		bare, opts := pushcheck.SplitFor(tc.ref)
 		if bare != tc.bare || strings.Join(opts, "|") != tc.opts {
-			t.Errorf("SplitFor(%q) = %q %q, want %q %q", tc.ref, bare, opts, tc.bare, tc.opts)
+			t.Errorf("pushcheck.SplitFor(%q) = %q %q, want %q %q", tc.ref, bare, opts, tc.bare, tc.opts)
 		}
 	}
 	for ref, want := range map[string]string{"refs/for/main%topic=x": "main", "refs/for/refs/heads/a/b%wip": "a/b"} {
-		if b, err := BaseOf(ref); err != nil || b != want {
-			t.Errorf("BaseOf(%q) = %q %v, want %q", ref, b, err, want)
+		if b, err := pushcheck.BaseOf(ref); err != nil || b != want {
+			t.Errorf("pushcheck.BaseOf(%q) = %q %v, want %q", ref, b, err, want)
 		}
 	}
 }
@@ -70,7 +71,7 @@ func TestGerritOptions(t *testing.T) {
 		{raw: []string{"hashtag=clear\u009b2J"}, ref: "refs/for/main", want: "want a hashtag"},
 		{raw: []string{"colour=red"}, ref: "refs/for/main%topic=x", want: `unknown push option "colour"`},
 	} {
-		o, err := RefOptions(tc.raw, tc.ref)
+		o, err := pushcheck.RefOptions(tc.raw, tc.ref)
 		if tc.want != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || fault.KindOf(err) != fault.Usage {
 				t.Errorf("%q %q: err %v, want %q", tc.raw, tc.ref, err, tc.want)
@@ -81,8 +82,8 @@ func TestGerritOptions(t *testing.T) {
 			t.Errorf("%q %q: %+v, %v", tc.raw, tc.ref, o, err)
 		}
 	}
-	if !strings.Contains(KnownOptions, "r= or reviewer=, cc=, wip, private, ready, remove-private, m= or message=, hashtag= or t=, notify=") {
-		t.Errorf("KnownOptions lacks Gerrit's: %s", KnownOptions)
+	if !strings.Contains(pushcheck.KnownOptions, "r= or reviewer=, cc=, wip, private, ready, remove-private, m= or message=, hashtag= or t=, notify=") {
+		t.Errorf("pushcheck.KnownOptions lacks Gerrit's: %s", pushcheck.KnownOptions)
 	}
 }
 

@@ -268,17 +268,6 @@ func chain(log []git.ReflogEntry, from, to string) []Segment {
 	return []Segment{{Old: from, New: to, By: access.Unknown}}
 }
 
-// MovesBranches reports whether any update creates or moves a branch, the
-// only updates the merge scan looks at.
-func MovesBranches(us []Update) bool {
-	for _, u := range us {
-		if strings.HasPrefix(u.Ref, HeadsPrefix) && u.New != git.ZeroOID {
-			return true
-		}
-	}
-	return false
-}
-
 // RecentPackObjects returns the number of objects in the newest pack of
 // the repository at dir when index-pack wrote it within the last minute and
 // it holds object oid (a push of more than receive.unpackLimit objects keeps

@@ -7,6 +7,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -66,8 +67,8 @@ func CheckTip(c git.Commit, maxMessage int64) error {
 func Subject(msg string) string {
 	para, _, _ := strings.Cut(strings.TrimLeft(strings.ReplaceAll(msg, "\r\n", "\n"), "\n"), "\n\n")
 	s := text.Show(strings.Join(strings.Fields(para), " "))
-	if len(s) > MaxTitle {
-		s = strings.ToValidUTF8(s[:MaxTitle], "")
+	if len(s) > pushcheck.MaxTitle {
+		s = strings.ToValidUTF8(s[:pushcheck.MaxTitle], "")
 	}
 	return s
 }

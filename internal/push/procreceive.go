@@ -20,6 +20,7 @@ import (
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/pktline"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -78,7 +79,7 @@ func ProcReceive(ctx context.Context, e *Env, in io.Reader, out io.Writer) error
 	base := e.baseURL(ctx)
 	for _, c := range cmds {
 		var rep report
-		if opts, optErr := RefOptions(rawOpts, c.Ref); optErr != nil {
+		if opts, optErr := pushcheck.RefOptions(rawOpts, c.Ref); optErr != nil {
 			rep = report{ref: c.Ref, ng: fault.Public(optErr)}
 		} else {
 			rep = e.receive(ctx, c, opts, base)
@@ -229,7 +230,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if c.New == git.ZeroOID {
 		return res, git.Commit{}, fault.New(fault.Usage, "cannot delete %s", c.Ref)
 	}
-	branch, err := BaseOf(c.Ref)
+	branch, err := pushcheck.BaseOf(c.Ref)
 	if err != nil {
 		return res, git.Commit{}, err
 	}

@@ -9,20 +9,18 @@
 package push
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
@@ -47,6 +45,11 @@ type Env struct {
 	Now    func() time.Time
 	// Limits are the push limits serve handed off; nil: read from DB.
 	Limits *pushlimit.Limits
+	// Rules are the branch rules serve handed off with WriteChecked; nil:
+	// read from DB. Level is the pusher's access serve checked (None:
+	// ask DB).
+	Rules map[string]pushcheck.Rule
+	Level access.Level
 	// CountWrite, when set, counts each refs/for revision against the
 	// pusher's write budget, in the transaction that records it: the
 	// hooks hand it ops.Service.CountWrite, the one rule for every write a
@@ -67,63 +70,26 @@ func (e *Env) limits(ctx context.Context) (pushlimit.Limits, error) {
 	return l, nil
 }
 
-// RepoDir finds the repository a hook runs in (GIT_DIR, else the working
-// directory, as git runs hooks of a bare repository there) and returns its
-// key, with symlinks resolved on both sides before comparing.
+// RepoDir finds the repository a hook runs in under root
+// (pushcheck.RepoDir).
 func RepoDir(root forge.Root) (key, dir string, err error) {
-	d := os.Getenv("GIT_DIR")
-	if d == "" {
-		d = "."
-	}
-	abs, err := filepath.Abs(d)
-	if err != nil {
-		return "", "", fmt.Errorf("find repository: %w", err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", "", fmt.Errorf("find repository: %w", err)
-	}
-	repos, err := filepath.EvalSymlinks(root.ReposDir())
-	if err != nil {
-		return "", "", fmt.Errorf("find repositories dir: %w", err)
-	}
-	if !reponame.Inside(repos, real) {
-		return "", "", fault.New(fault.NotFound, "this repository is not under the forge root %s", root.Dir)
-	}
-	rel, err := filepath.Rel(repos, real)
-	if err != nil {
-		return "", "", fmt.Errorf("find repository: %w", err)
-	}
-	rel = filepath.ToSlash(rel)
-	k, err := reponame.Key(rel)
-	if err != nil || k != rel {
-		return "", "", fault.New(fault.NotFound, "repository %s is not a forge repository", rel)
-	}
-	return k, real, nil
+	return pushcheck.RepoDir(root.ReposDir())
 }
 
 // Update is one ref update as git hands it to pre- and post-receive.
-type Update struct {
-	Old, New, Ref string
-}
+type Update = pushcheck.Update
 
-// ReadUpdates reads "OLD NEW REF" lines.
-func ReadUpdates(r io.Reader) ([]Update, error) {
-	var us []Update
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) != 3 || !git.IsOID(f[0]) || !git.IsOID(f[1]) {
-			return nil, fmt.Errorf("bad ref update line %q", text.Clip(sc.Text()))
-		}
-		us = append(us, Update{Old: f[0], New: f[1], Ref: f[2]})
-	}
-	return us, sc.Err()
-}
+// Options are the push options of one push; Lease is a -o lease= option.
+type (
+	Options = pushcheck.Options
+	Lease   = pushcheck.Lease
+)
+
+// Namespaces of refs the hooks treat specially.
+const (
+	ForPrefix   = pushcheck.ForPrefix
+	HeadsPrefix = pushcheck.HeadsPrefix
+)
 
 // baseURL returns the web UI's base URL without a trailing slash, or "".
 func (e *Env) baseURL(ctx context.Context) string {

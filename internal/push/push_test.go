@@ -6,6 +6,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
@@ -29,7 +30,7 @@ func TestParseOptions(t *testing.T) {
 		{in: []string{"title=a\nb"}, want: "one line"},
 		{in: []string{"title=\x1b]0;pwned\x07"}, want: `push option title holds the control character \x1b at byte 0`},
 		{in: []string{"topic=a\tb"}, want: `push option topic holds the control character \x09`},
-		{in: []string{"title=" + strings.Repeat("x", MaxTitle+1)}, want: "too long"},
+		{in: []string{"title=" + strings.Repeat("x", pushcheck.MaxTitle+1)}, want: "too long"},
 		{in: []string{"draft=maybe"}, want: "want true or false"},
 		{in: []string{"patch=-rf"}, want: "want a patch id"},
 		{in: []string{"fixes=xyz"}, want: "want an issue id"},
@@ -38,7 +39,7 @@ func TestParseOptions(t *testing.T) {
 		{in: []string{"lease=abcd:x"}, want: "lease=TOKEN"},
 		{in: []string{"title=\xff"}, want: "not valid UTF-8"},
 	} {
-		o, err := ParseOptions(tc.in)
+		o, err := pushcheck.ParseOptions(tc.in)
 		if tc.want != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || fault.KindOf(err) != fault.Usage {
 				t.Errorf("%q: err %v, want %q", tc.in, err, tc.want)
@@ -102,17 +103,17 @@ func TestHookHint(t *testing.T) {
 
 func TestBaseOfAndUpdates(t *testing.T) {
 	for in, want := range map[string]string{"refs/for/main": "main", "refs/for/refs/heads/rel/1": "rel/1", "refs/for/": "", "refs/for/-x": ""} {
-		got, err := BaseOf(in)
+		got, err := pushcheck.BaseOf(in)
 		if got != want || (want == "") != (err != nil) {
-			t.Errorf("BaseOf(%q) = %q, %v", in, got, err)
+			t.Errorf("pushcheck.BaseOf(%q) = %q, %v", in, got, err)
 		}
 	}
 	z, o := git.ZeroOID, strings.Repeat("1", 40)
-	us, err := ReadUpdates(strings.NewReader(z + " " + o + " refs/heads/main\n\n"))
+	us, err := pushcheck.ReadUpdates(strings.NewReader(z + " " + o + " refs/heads/main\n\n"))
 	if err != nil || len(us) != 1 || us[0].Ref != "refs/heads/main" {
-		t.Errorf("ReadUpdates = %v, %v", us, err)
+		t.Errorf("pushcheck.ReadUpdates = %v, %v", us, err)
 	}
-	if _, err := ReadUpdates(strings.NewReader("x y z\n")); err == nil {
+	if _, err := pushcheck.ReadUpdates(strings.NewReader("x y z\n")); err == nil {
 		t.Error("bad update line accepted")
 	}
 }

@@ -8,18 +8,19 @@
 //
 // serve reads the limits with the access check and hands them to the hooks
 // (Encode, Decode), so that pre-receive needs no database query of its own.
+// It links no SQLite driver (it reads through access.Querier): the
+// pre-receive hook's lean binary checks the limits with it.
 package pushlimit
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/store"
 )
 
 // Setting keys.
@@ -122,23 +123,26 @@ func Check(key, value string) error {
 
 // Read returns the root's limits, with the defaults for unset or
 // unreadable values (config set checks what it stores).
-func Read(ctx context.Context, q store.Querier) (Limits, error) {
+func Read(ctx context.Context, q access.Querier) (Limits, error) {
 	l := Defaults()
 	keys := Settings()
 	args := make([]any, len(keys))
 	for i, k := range keys {
 		args[i] = k
 	}
-	err := store.Each(ctx, q, "SELECT key, value FROM settings WHERE key IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args,
-		func(rows *sql.Rows) error {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				return err
-			}
-			l.set(k, v)
-			return nil
-		})
+	rows, err := q.QueryContext(ctx, "SELECT key, value FROM settings WHERE key IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args...)
 	if err != nil {
+		return l, fmt.Errorf("read push limits: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return l, fmt.Errorf("read push limits: %w", err)
+		}
+		l.set(k, v)
+	}
+	if err := rows.Err(); err != nil {
 		return l, fmt.Errorf("read push limits: %w", err)
 	}
 	return l, nil

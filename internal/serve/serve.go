@@ -23,6 +23,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/argv"
+	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
@@ -101,7 +102,7 @@ func Run(ctx context.Context, r *Request) int {
 		log.WarnContext(ctx, "ssh command refused", attrs...)
 		return fault.ExitCode(err)
 	}
-	if err := principals.CheckName(r.Principal); err != nil {
+	if err := access.CheckName(r.Principal); err != nil {
 		return refuse(err)
 	}
 	words, err := shellwords.Split(r.Command)
@@ -221,6 +222,13 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
 		}
 		h.Limits = &lim
+		// The branch rules too, so that pre-receive decides a push
+		// without opening the database (hookenv.Handoff.Stamped).
+		rules, err := branches.List(ctx, db.R(), key)
+		if err != nil {
+			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
+		}
+		h.Rules = branches.PushRules(rules)
 		if lim.InputSize > 0 {
 			argv = []string{"git", "-c", "receive.maxInputSize=" + strconv.FormatInt(lim.InputSize, 10), p.sub, dir}
 		}

@@ -186,7 +186,7 @@ func TestCleanEnvironment(t *testing.T) {
 	res := f.run(t, "alice", "git-receive-pack 'demo.git'", at)
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "COLLAB_PRINCIPAL=alice", "COLLAB_ROOT=" + f.root.Dir,
 		"GIT_PROTOCOL=version=2", "COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_ACCESS=write demo.git 1795946400000",
-		"GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid", "COLLAB_PUSH_LIMITS=" + pushlimit.Defaults().Encode()}
+		"GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid", "COLLAB_PUSH_LIMITS=" + pushlimit.Defaults().Encode(), "COLLAB_BRANCH_RULES=-"}
 	if !sameSet(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
 	}

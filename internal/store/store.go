@@ -10,22 +10,20 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/collab-forge/collab"
-	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/flock"
 	_ "modernc.org/sqlite" // the driver
+
+	"github.com/collab-forge/collab"
+	"github.com/collab-forge/collab/internal/dbfile"
+	"github.com/collab-forge/collab/internal/flock"
 )
 
 // Querier is what both *sql.DB and *sql.Tx offer.
@@ -419,7 +417,7 @@ func (db *DB) migrate(ctx context.Context) error {
 // version newer than the steps this binary knows is refused: a newer collab
 // has written this database, and an older one must not guess at its meaning.
 func (db *DB) version(ctx context.Context) (int, []string, error) {
-	steps, err := migrations(collab.Schema)
+	steps, err := dbfile.Migrations(collab.Schema)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -428,74 +426,14 @@ func (db *DB) version(ctx context.Context) (int, []string, error) {
 		return 0, nil, db.classify(fmt.Errorf("read schema version: %w", err))
 	}
 	if have > len(steps) {
-		return have, steps, newer(have, len(steps))
+		return have, steps, dbfile.Newer(have, len(steps))
 	}
 	return have, steps, nil
 }
 
-func newer(have, known int) error {
-	return fault.New(fault.Internal,
-		"the forge database has schema version %d, newer than this collab knows (%d): run the newer collab binaries (or restore a backup made by this version)", have, known)
-}
-
 // CheckFileVersion refuses, as opening it would, a database at path whose
-// schema is newer than this binary knows, reading only the file's header
-// (user_version, bytes 60-63) instead of opening it with SQLite: for
-// keys-command, which answers from the key index. The header is what the
-// last checkpoint wrote; a migration still in the WAL shows once
-// checkpointed, and everything that opens the database refuses it at once.
-func CheckFileVersion(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("no forge database (run collab-hook init?): %w", err)
-	}
-	defer f.Close()
-	var h [100]byte
-	if _, err := io.ReadFull(f, h[:]); err != nil {
-		return fmt.Errorf("read the header of %s: %w", path, err)
-	}
-	if string(h[:16]) != "SQLite format 3\x00" {
-		return fmt.Errorf("%s is not an SQLite database", path)
-	}
-	steps, err := migrations(collab.Schema)
-	if err != nil {
-		return err
-	}
-	if have := int(binary.BigEndian.Uint32(h[60:64])); have > len(steps) {
-		return newer(have, len(steps))
-	}
-	return nil
-}
-
-// migrations splits the schema at its "-- migrate N" lines; step i holds
-// the SQL that takes user_version from i to i+1.
-func migrations(schema string) ([]string, error) {
-	var steps []string
-	cur := -1
-	var b strings.Builder
-	flush := func() {
-		if cur >= 0 {
-			steps = append(steps, b.String())
-		}
-		b.Reset()
-	}
-	for _, line := range strings.SplitAfter(schema, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "-- migrate "); ok {
-			flush()
-			n, err := strconv.Atoi(strings.TrimSpace(rest))
-			if err != nil || n != len(steps)+1 {
-				return nil, fmt.Errorf("schema.sql: migration %q out of order", strings.TrimSpace(line))
-			}
-			cur = n
-			continue
-		}
-		if cur >= 0 {
-			b.WriteString(line)
-		}
-	}
-	flush()
-	return steps, nil
-}
+// schema is newer than this binary knows (dbfile.Check).
+func CheckFileVersion(path string) error { return dbfile.Check(path) }
 
 // TimeLayout is RFC 3339 in UTC with fixed-width milliseconds, so that times
 // stored as text sort and compare correctly in SQL.

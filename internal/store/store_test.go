@@ -23,24 +23,6 @@ func openTest(t *testing.T) *DB {
 	return db
 }
 
-func TestMigrations(t *testing.T) {
-	for _, tc := range []struct {
-		schema string
-		steps  int
-		ok     bool
-	}{
-		{"-- migrate 1\nCREATE TABLE a(x);\n-- migrate 2\nCREATE TABLE b(x);\n", 2, true},
-		{"-- header\n-- migrate 1\nSELECT 1;\n", 1, true},
-		{"-- migrate 2\nSELECT 1;\n", 0, false},
-		{"-- migrate 1\n-- migrate 3\n", 0, false},
-	} {
-		steps, err := migrations(tc.schema)
-		if (err == nil) != tc.ok || len(steps) != tc.steps {
-			t.Errorf("migrations(%q) = %d steps, %v", tc.schema, len(steps), err)
-		}
-	}
-}
-
 func TestOpenTwiceKeepsVersion(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "collab.db")
 	ctx := context.Background()

@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
-	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -60,7 +60,7 @@ func randomSecret(n int) string {
 
 // CheckName validates a token name.
 func CheckName(name string) error {
-	if !principals.ValidName(name) {
+	if !access.ValidName(name) {
 		return fault.New(fault.Usage, "bad token name %q: want [a-z0-9][a-z0-9._-]{0,63}", text.Clip(name))
 	}
 	return nil

@@ -1,16 +1,17 @@
-package push
+package pushcheck
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
-	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -110,7 +111,7 @@ func ParseOptions(raw []string) (Options, error) {
 			if err := need(); err != nil {
 				return Options{}, err
 			}
-			if !principals.ValidName(value) {
+			if !access.ValidName(value) {
 				return Options{}, fault.New(fault.Usage, "push option %s=%s: want a user name (lowercase letters, digits, '.', '_', '-')", name, text.Clip(value))
 			}
 			if !slices.Contains(o.Reviewers, value) {
@@ -218,4 +219,56 @@ func EnvOptions() []string {
 		out = append(out, os.Getenv(fmt.Sprintf("GIT_PUSH_OPTION_%d", i)))
 	}
 	return out
+}
+
+// Gerrit's ways of saying things on a push, so that its own client
+// (git-review) and its users' habits work unmodified: the
+// refs/for/BASE%opt,opt=v suffix.
+
+// SplitFor splits a refs/for ref into the ref without Gerrit's option
+// suffix and the suffix's options in push-option form ("topic=T", "wip").
+// Gerrit's options follow the first '%', separated by commas; a ref
+// without one comes back as it is, with no options.
+func SplitFor(ref string) (string, []string) {
+	bare, suffix, ok := strings.Cut(ref, "%")
+	if !ok {
+		return ref, nil
+	}
+	var opts []string
+	for _, o := range strings.Split(suffix, ",") {
+		if o != "" {
+			opts = append(opts, o)
+		}
+	}
+	return bare, opts
+}
+
+// RefOptions are the options of one refs/for command: the push options
+// raw, then those of the ref's Gerrit suffix (which win, as on Gerrit). A
+// refusal of a suffix option names the ref.
+func RefOptions(raw []string, ref string) (Options, error) {
+	_, sfx := SplitFor(ref)
+	if len(sfx) == 0 {
+		return ParseOptions(raw)
+	}
+	if _, err := ParseOptions(raw); err != nil {
+		return Options{}, err
+	}
+	o, err := ParseOptions(append(append([]string{}, raw...), sfx...))
+	if err != nil {
+		fe := fault.As(err)
+		return Options{}, fault.New(fe.Kind, "%s: %s", text.Clip(ref), fe.Msg)
+	}
+	return o, nil
+}
+
+// gerritMessage decodes an m=/message= value as Gerrit does: a ref cannot
+// hold spaces, so clients write '_' (or '+') for one and percent-encode
+// the rest; a value that does not decode stays as it was.
+func gerritMessage(v string) string {
+	v = strings.ReplaceAll(v, "_", " ")
+	if d, err := url.QueryUnescape(v); err == nil {
+		return d
+	}
+	return v
 }

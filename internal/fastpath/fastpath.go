@@ -1,0 +1,77 @@
+// Package fastpath recognises the command lines that sshd and git start on
+// every login and push, in the exact shapes collab itself writes (the hook
+// shims, the forced command, install.sh's AuthorizedKeysCommand), with
+// --root and --url before the command. collab-hook runs those without
+// building its whole command-line app, and collab-hook-fast decides which
+// of them it can answer without the database. Anything else, help
+// included, goes through collab-hook's full parser, which gives the same
+// result slower.
+package fastpath
+
+import (
+	"strings"
+
+	"github.com/collab-forge/collab/internal/layout"
+)
+
+// Globals are the app-wide flags.
+type Globals struct{ Root, URL string }
+
+// Call is one recognised command: hook NAME (Args: NAME), serve --as NAME
+// (Args: NAME), keys-command USER TYPE KEY (Args: TYPE KEY).
+type Call struct {
+	G    Globals
+	Cmd  string
+	Args []string
+}
+
+// Parse recognises args (os.Args) in the shapes above, reading the globals
+// as urfave/cli does: a flag wins over its variable, a variable that is
+// set (even empty) over the default.
+func Parse(args []string, lookup func(string) (string, bool)) (Call, bool) {
+	g := Globals{Root: layout.DefaultRoot}
+	if v, ok := lookup("COLLAB_ROOT"); ok {
+		g.Root = v
+	}
+	g.URL, _ = lookup("COLLAB_URL")
+	if len(args) == 0 {
+		return Call{}, false
+	}
+	rest := args[1:]
+	for len(rest) > 0 && strings.HasPrefix(rest[0], "--") {
+		name, value, eq := strings.Cut(rest[0][2:], "=")
+		if !eq {
+			if len(rest) < 2 {
+				return Call{}, false
+			}
+			value, rest = rest[1], rest[1:]
+		}
+		rest = rest[1:]
+		switch name {
+		case "root":
+			g.Root = value
+		case "url":
+			g.URL = value
+		default:
+			return Call{}, false
+		}
+	}
+	switch {
+	case len(rest) == 2 && rest[0] == "hook" && IsHook(rest[1]):
+		return Call{g, "hook", rest[1:]}, true
+	case len(rest) == 3 && rest[0] == "serve" && rest[1] == "--as" && rest[2] != "" && !strings.HasPrefix(rest[2], "-"):
+		return Call{g, "serve", rest[2:]}, true
+	case len(rest) == 4 && rest[0] == "keys-command":
+		return Call{g, "keys-command", rest[2:]}, true
+	}
+	return Call{}, false
+}
+
+// IsHook reports whether name is a hook collab-hook runs.
+func IsHook(name string) bool {
+	switch name {
+	case "pre-receive", "proc-receive", "post-receive", "merge-scan":
+		return true
+	}
+	return false
+}

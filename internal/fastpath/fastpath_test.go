@@ -1,0 +1,48 @@
+package fastpath
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/layout"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		env  map[string]string
+		ok   bool
+		want Call
+	}{
+		{"--root /r hook pre-receive", nil, true, Call{Globals{"/r", ""}, "hook", []string{"pre-receive"}}},
+		{"--root=/r --url http://x hook merge-scan", nil, true, Call{Globals{"/r", "http://x"}, "hook", []string{"merge-scan"}}},
+		{"hook post-receive", map[string]string{"COLLAB_ROOT": "/e", "COLLAB_URL": "http://u"}, true, Call{Globals{"/e", "http://u"}, "hook", []string{"post-receive"}}},
+		{"--root /r hook proc-receive", map[string]string{"COLLAB_ROOT": "/e"}, true, Call{Globals{"/r", ""}, "hook", []string{"proc-receive"}}},
+		{"hook pre-receive", map[string]string{"COLLAB_ROOT": ""}, true, Call{Globals{"", ""}, "hook", []string{"pre-receive"}}},
+		{"serve --as alice", nil, true, Call{Globals{layout.DefaultRoot, ""}, "serve", []string{"alice"}}},
+		{"--root /r keys-command git ssh-ed25519 AAAA", nil, true, Call{Globals{"/r", ""}, "keys-command", []string{"ssh-ed25519", "AAAA"}}},
+		// Everything else goes to the full parser.
+		{"", nil, false, Call{}},
+		{"--help", nil, false, Call{}},
+		{"--root", nil, false, Call{}},
+		{"-root /r hook pre-receive", nil, false, Call{}},
+		{"--verbose hook pre-receive", nil, false, Call{}},
+		{"hook", nil, false, Call{}},
+		{"hook update", nil, false, Call{}},
+		{"hook pre-receive extra", nil, false, Call{}},
+		{"serve --as=alice", nil, false, Call{}},
+		{"serve --as", nil, false, Call{}},
+		{"serve --as --help", nil, false, Call{}},
+		{"serve alice", nil, false, Call{}},
+		{"keys-command git ssh-ed25519", nil, false, Call{}},
+		{"keys-command git ssh-ed25519 AAAA more", nil, false, Call{}},
+		{"user add alice", nil, false, Call{}},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		got, ok := Parse(append([]string{"collab-hook"}, strings.Fields(tc.args)...), lookup)
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Parse(%q, %v) = %+v, %v; want %+v, %v", tc.args, tc.env, got, ok, tc.want, tc.ok)
+		}
+	}
+}
