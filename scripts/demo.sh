@@ -61,7 +61,7 @@ if [[ " $* " == *" --stop "* ]]; then
 	exit 0
 fi
 
-for b in collab-hook collab-web; do
+for b in collab-hook collab-hook-fast collab-web; do
 	[ -x "$bin/$b" ] || { echo "demo.sh: $bin/$b missing; run make build" >&2; exit 1; }
 done
 if [ ! -x /usr/sbin/sshd ]; then
@@ -131,7 +131,7 @@ hostkey=$dir/ssh_host_ed25519_key
 [ -f "$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C demo-host -f "$hostkey"
 cat > "$dir/keys-command.sh" <<EOT
 #!/bin/sh
-exec "$bin/collab-hook" --root "$root" keys-command "\$@"
+exec "$bin/collab-hook-fast" --root "$root" keys-command "\$@"
 EOT
 cat > "$dir/sshd_config" <<EOT
 ListenAddress 127.0.0.1

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	// sshd runs forced commands as another user in some scripts; let it in.
 	_ = os.Chmod(dir, 0o755)
 	binDir = dir
-	for _, cmd := range []string{"collab-hook", "collab-web"} {
+	for _, cmd := range []string{"collab-hook", "collab-hook-fast", "collab-web"} {
 		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := build.CombinedOutput()

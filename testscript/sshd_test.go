@@ -13,7 +13,7 @@ package testscript
 //	    forced commands, and stops it when the script ends. By default sshd
 //	    reads an authorized_keys file written from `collab-hook
 //	    authorized-keys` (run sshd-keys after changing keys or users); with
-//	    -keys-command it asks `collab-hook keys-command %u %t %k` at every
+//	    -keys-command it asks `collab-hook-fast keys-command %u %t %k` at every
 //	    login instead (the recommended deployment). Sets $SSH_PORT,
 //	    $SSH_URL (ssh://git@127.0.0.1:PORT), $SSHD_LOG (sshd's own log).
 //	    The forge's `ssh` setting is set to $SSH_URL.
@@ -195,8 +195,10 @@ LogLevel VERBOSE
 `, hostKey, filepath.Join(sd, "sshd.pid"))
 	if keysCommand {
 		script := filepath.Join(sd, "keys-command.sh")
+		// As install.sh's snippet: the lean binary, which hands collab-hook
+		// whatever the key index cannot answer.
 		body := fmt.Sprintf("#!/bin/sh\nexec %s --root %s keys-command \"$@\"\n",
-			shq(filepath.Join(ts.Getenv("BIN"), "collab-hook")), shq(ts.Getenv("ROOT")))
+			shq(filepath.Join(ts.Getenv("BIN"), "collab-hook-fast")), shq(ts.Getenv("ROOT")))
 		ts.Check(os.WriteFile(script, []byte(body), 0o755))
 		// sshd checks every path component of the program it runs; /bin/sh
 		// passes, a script under /tmp would not.
@@ -600,7 +602,7 @@ func TestDeployInstall(t *testing.T) {
 	if sh := run("getent", "shadow", user); !strings.HasPrefix(sh, user+":*:") {
 		t.Errorf("password field: %q, want *", sh)
 	}
-	for _, b := range []string{"collab-hook", "collab-web"} {
+	for _, b := range []string{"collab-hook", "collab-hook-fast", "collab-web"} {
 		fi, err := os.Stat(filepath.Join(libexec, b))
 		if err != nil {
 			t.Fatal(err)

@@ -13,14 +13,18 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/pushcheck"
+	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
-// startup measures what starting collab-hook costs next to an empty
+// startup measures what starting the hook binaries costs next to an empty
 // static Go binary (package main; func main() {}), interleaved, n rounds:
-// a post-receive with nothing to do (a refs/for push's), a pre-receive of
-// one branch update that serve's stamp covers (its whole work: no
-// database), keys-command (its whole work: the key index), and serve
-// refusing a malformed principal before it opens anything. Goal: <= 1.5x.
+// collab-hook-fast (what the pre-receive shim and install.sh's
+// AuthorizedKeysCommand run) deciding a branch update that serve's stamp
+// covers and answering keys-command from the key index, each its whole
+// work; then collab-hook (SQLite linked) doing the same, a post-receive with
+// nothing to do and serve refusing a malformed principal before it opens
+// anything. Goal: <= 1.5x.
 // It also prints collab-hook's package inits (GODEBUG=inittrace=1).
 func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 	empty := filepath.Join(w, "empty")
@@ -59,16 +63,26 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 		env   func() []string
 	}
 	base := append(env, "GIT_DIR="+repo)
+	fast := filepath.Join(filepath.Dir(bin), "collab-hook-fast")
+	lim := pushlimit.Defaults()
 	procs := []proc{
 		{"empty static Go binary", []string{empty}, "", nil},
-		{"hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil},
-		{"hook pre-receive, stamped branch push", []string{bin, "--root", root, "hook", "pre-receive"},
+		{"collab-hook-fast hook pre-receive, stamped", []string{fast, "--root", root, "hook", "pre-receive"},
 			oid + " " + oid + " refs/heads/startup\n", func() []string {
-				h := hookenv.Handoff{Principal: "startup", Root: root, Checked: hookenv.Check{Level: access.Write, Repo: "demo.git", At: time.Now()}}
+				h := hookenv.Handoff{Principal: "startup", Root: root, Checked: hookenv.Check{Level: access.Write, Repo: "demo.git", At: time.Now()},
+					Limits: &lim, Rules: map[string]pushcheck.Rule{"main": {Branch: "main"}}}
 				return append(base, h.Encode()...)
 			}},
-		{"keys-command (key index)", []string{bin, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil},
-		{"serve refusing a bad principal", []string{bin, "--root", root, "serve", "--as", "Bad"}, "", func() []string {
+		{"collab-hook-fast keys-command (key index)", []string{fast, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil},
+		{"collab-hook hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil},
+		{"collab-hook hook pre-receive, stamped", []string{bin, "--root", root, "hook", "pre-receive"},
+			oid + " " + oid + " refs/heads/startup\n", func() []string {
+				h := hookenv.Handoff{Principal: "startup", Root: root, Checked: hookenv.Check{Level: access.Write, Repo: "demo.git", At: time.Now()},
+					Limits: &lim, Rules: map[string]pushcheck.Rule{"main": {Branch: "main"}}}
+				return append(base, h.Encode()...)
+			}},
+		{"collab-hook keys-command (key index)", []string{bin, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil},
+		{"collab-hook serve refusing a bad principal", []string{bin, "--root", root, "serve", "--as", "Bad"}, "", func() []string {
 			return append(base, "SSH_ORIGINAL_COMMAND=whoami")
 		}},
 	}
@@ -92,7 +106,7 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 			if err != nil && k != len(procs)-1 { // serve is meant to refuse
 				return nil, fmt.Errorf("%s: %v: %s", p.name, err, out.String())
 			}
-			if k == 3 && !strings.Contains(out.String(), "serve --as startup") {
+			if strings.Contains(p.name, "keys-command") && !strings.Contains(out.String(), "serve --as startup") {
 				return nil, fmt.Errorf("keys-command printed %q", out.String())
 			}
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)

@@ -8,7 +8,8 @@
 #       [--url URL] [--ssh URL] [--listen ADDR] [--daemon-port PORT]
 #       [--no-start]
 #
-# --bin DIR holds collab-hook and collab-web (default ./bin, from make build).
+# --bin DIR holds collab-hook, collab-hook-fast and collab-web (default ./bin,
+# from make build).
 # The paths it writes to can be moved for a trial run with LIBEXEC, BINDIR,
 # SSHD_DIR and UNIT_DIR in the environment.
 set -eu
@@ -42,13 +43,13 @@ while [ $# -gt 0 ]; do
 	--daemon-listen) daemon_listen=$2; shift 2 ;;
 	--daemon-port) daemon_port=$2; shift 2 ;;
 	--no-start) start=no; shift ;;
-	-h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,17p' "$0"; exit 0 ;;
 	*) die "unknown argument $1 (see --help)" ;;
 	esac
 done
 
 [ "$(id -u)" = 0 ] || die "run as root"
-for b in collab-hook collab-web; do
+for b in collab-hook collab-hook-fast collab-web; do
 	[ -x "$bin/$b" ] || die "$bin/$b missing: run make build first, or give --bin DIR"
 done
 case "$root" in /*) ;; *) die "--root must be absolute" ;; esac
@@ -77,14 +78,16 @@ usermod -p '*' "$user"
 home=$(getent passwd "$user" | cut -d: -f6)
 
 # 3. Binaries, root-owned on a root-owned path (sshd checks every component
-#    of an AuthorizedKeysCommand).
+#    of an AuthorizedKeysCommand). collab-hook-fast, the lean collab-hook
+#    that answers keys-command and pre-receive without the database, must
+#    lie beside collab-hook, which it hands everything else to.
 install -d -o root -g root -m 0755 "$LIBEXEC" "$BINDIR"
-for b in collab-hook collab-web; do
+for b in collab-hook collab-hook-fast collab-web; do
 	install -o root -g root -m 0755 "$bin/$b" "$LIBEXEC/$b.new"
 	mv -f "$LIBEXEC/$b.new" "$LIBEXEC/$b"
 	ln -sfn "$LIBEXEC/$b" "$BINDIR/$b"
 done
-say "installed $LIBEXEC/collab-hook and collab-web (linked from $BINDIR)"
+say "installed $LIBEXEC/collab-hook, collab-hook-fast and collab-web (linked from $BINDIR)"
 
 # 4. The root, owned by the forge's user; init is safe to run again and
 #    writes the key index that keys-command reads at every login (so an

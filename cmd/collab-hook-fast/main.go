@@ -1,0 +1,132 @@
+// Command collab-hook-fast is collab-hook for the two commands that run on
+// every ssh login and every push and need no database: sshd's
+// AuthorizedKeysCommand (keys-command, answered from the key index) and the
+// pre-receive hook of a push whose serve hand-off covers it
+// (hookenv.Handoff.Stamped: write access, push limits and branch rules,
+// read by serve moments before). It links no SQLite driver and no
+// command-line framework, so it starts in about the time of an empty Go
+// program, where collab-hook takes twice that; TestFastDeps keeps it so.
+//
+// Whatever it cannot decide alone (no usable key index, a push serve did
+// not stamp, any other command line) it hands to collab-hook, the binary
+// beside it, by exec with the same arguments: the answer is always
+// collab-hook's, only sometimes sooner.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fastpath"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/journal"
+	"github.com/collab-forge/collab/internal/keyindex"
+	"github.com/collab-forge/collab/internal/layout"
+	"github.com/collab-forge/collab/internal/pushcheck"
+	"github.com/collab-forge/collab/internal/text"
+)
+
+// Full is the name of the binary beside this one that does everything.
+const Full = "collab-hook"
+
+func main() {
+	os.Exit(run(context.Background(), os.Args))
+}
+
+func run(ctx context.Context, args []string) int {
+	full, err := fullPath()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "collab: %v\n", err)
+		return 1
+	}
+	c, ok := fastpath.Parse(args, os.LookupEnv)
+	switch {
+	case !ok:
+	case c.Cmd == "keys-command":
+		if done, code := keysCommand(c, full); done {
+			return code
+		}
+	case c.Cmd == "hook" && c.Args[0] == "pre-receive":
+		if done, code := preReceive(ctx, c); done {
+			return code
+		}
+	}
+	err = syscall.Exec(full, append([]string{full}, args[1:]...), os.Environ())
+	fmt.Fprintf(os.Stderr, "collab: cannot start %s: %v\n", full, err)
+	return 1
+}
+
+// fullPath is collab-hook beside this binary.
+func fullPath() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find own path: %w", err)
+	}
+	return filepath.Join(filepath.Dir(exe), Full), nil
+}
+
+// keysCommand prints the key's authorized_keys line, or nothing, where the
+// key index answers; done is false where only collab-hook can (no usable
+// index, a database it must refuse, anything odd: it says why).
+func keysCommand(c fastpath.Call, full string) (done bool, code int) {
+	root, err := layout.Resolve(c.G.Root)
+	if err != nil {
+		return false, 0
+	}
+	line, err := keyindex.Answer(keyindex.Command{Binary: full, Root: root}, layout.DB(root), c.Args[0], c.Args[1])
+	if err != nil {
+		return false, 0
+	}
+	if line != "" {
+		if _, err := fmt.Println(line); err != nil {
+			return true, 1
+		}
+	}
+	return true, 0
+}
+
+// preReceive decides a push serve stamped (pushcheck.Check, as collab-hook
+// would with the same facts); done is false for any other push, before
+// anything of git's input is read.
+func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
+	root, err := layout.Resolve(c.G.Root)
+	if err != nil {
+		return false, 0
+	}
+	key, dir, err := pushcheck.RepoDir(layout.Repos(root))
+	if err != nil {
+		return false, 0
+	}
+	h := hookenv.Decode(os.Getenv)
+	if !h.Stamped(key, time.Now()) {
+		return false, 0
+	}
+	log, closeLog := journal.Open(root)
+	defer closeLog()
+	start := time.Now()
+	us, err := pushcheck.ReadUpdates(os.Stdin)
+	if err != nil {
+		log.Error("pre-receive", "PRINCIPAL", h.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
+		return true, 1
+	}
+	err = pushcheck.Check(ctx, pushcheck.Push{
+		Principal: h.Principal, Repo: key, Updates: us, Options: pushcheck.EnvOptions(),
+		Limits: *h.Limits, Git: git.InHook(dir),
+		Rules: func(context.Context) (map[string]pushcheck.Rule, error) { return h.Rules, nil },
+		Admin: func(context.Context) (bool, error) { return h.Checked.Level >= access.Admin, nil },
+	})
+	pushcheck.Log(log, h.Principal, key, us, err, start)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
+		return true, 1
+	}
+	return true, 0
+}

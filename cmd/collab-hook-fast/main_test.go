@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/pushcheck"
+	"github.com/collab-forge/collab/internal/pushlimit"
+)
+
+// heavy are packages collab-hook-fast must never link: it exists to start
+// without them.
+var heavy = []string{
+	"modernc.org/sqlite",
+	"modernc.org/libc",
+	"github.com/urfave/cli/v2",
+	"golang.org/x/crypto/ssh",
+	"net/http",
+	"regexp",
+	"github.com/collab-forge/collab/internal/store",
+	"github.com/collab-forge/collab/internal/forge",
+}
+
+func TestFastDeps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		deps[p] = true
+	}
+	for _, p := range heavy {
+		if deps[p] {
+			t.Errorf("collab-hook-fast links %s (go list -deps says through what)", p)
+		}
+	}
+}
+
+// build puts collab-hook-fast in a fresh directory beside a stand-in
+// collab-hook that says it was run, with what, and exits 42: a test sees
+// whether the fast binary decided or handed over.
+func build(t *testing.T) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "collab-hook-fast"), ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	stub := "#!/bin/sh\necho \"collab-hook ran: $*\" >&2\nexit 42\n"
+	if err := os.WriteFile(filepath.Join(dir, "collab-hook"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir,
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestPreReceive runs the binary as git runs the hook: it decides a push
+// serve stamped, exactly as collab-hook's pre-receive would, and hands any
+// other to collab-hook before reading git's input.
+func TestPreReceive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook-fast")
+	}
+	bin := build(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repos", "demo.git")
+	runGit(t, root, "init", "-q", "--bare", repo)
+	work := filepath.Join(t.TempDir(), "work")
+	runGit(t, root, "init", "-q", "-b", "main", work)
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "one")
+	one := runGit(t, work, "rev-parse", "HEAD")
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "two")
+	two := runGit(t, work, "rev-parse", "HEAD")
+	runGit(t, work, "push", "-q", repo, "HEAD:refs/heads/main")
+	zero := strings.Repeat("0", 40)
+
+	lim := pushlimit.Defaults()
+	stamp := func(level access.Level, at time.Time, rules map[string]pushcheck.Rule) []string {
+		return hookenv.Handoff{Principal: "alice", Root: root,
+			Checked: hookenv.Check{Level: level, Repo: "demo.git", At: at}, Limits: &lim, Rules: rules}.Encode()
+	}
+	now := time.Now()
+	protected := map[string]pushcheck.Rule{"main": {Branch: "main"}}
+	adminPush := map[string]pushcheck.Rule{"main": {Branch: "main", AdminPush: true}}
+	for _, tc := range []struct {
+		name   string
+		env    []string
+		stdin  string
+		code   int
+		stderr string // a line it must hold ("" : none at all)
+	}{
+		{"stamped, no rules", stamp(access.Write, now, map[string]pushcheck.Rule{}), one + " " + two + " refs/heads/main\n", 0, ""},
+		{"stamped, new branch", stamp(access.Write, now, protected), zero + " " + two + " refs/heads/topic\n", 0, ""},
+		{"protected main, writer", stamp(access.Write, now, protected), one + " " + two + " refs/heads/main\n", 1,
+			"collab: branch main is protected: push to refs/for/main and use patch submit"},
+		{"protected main, admin may push", stamp(access.Admin, now, adminPush), one + " " + two + " refs/heads/main\n", 0, ""},
+		{"protected main, admin rewinds", stamp(access.Admin, now, adminPush), two + " " + one + " refs/heads/main\n", 1,
+			"collab: cannot force-push protected branch main"},
+		{"protected main, delete", stamp(access.Admin, now, protected), two + " " + zero + " refs/heads/main\n", 1,
+			"collab: cannot delete protected branch main"},
+		{"refs/collab", stamp(access.Admin, now, map[string]pushcheck.Rule{}), zero + " " + two + " refs/collab/x\n", 1,
+			"collab: cannot create refs/collab/x"},
+		{"unknown push option", append(stamp(access.Write, now, map[string]pushcheck.Rule{}), "GIT_PUSH_OPTION_COUNT=1", "GIT_PUSH_OPTION_0=bogus"),
+			zero + " " + two + " refs/for/main\n", 1, "collab: unknown push option"},
+		{"bad input", stamp(access.Write, now, map[string]pushcheck.Rule{}), "not a line\n", 1, "collab: internal error"}, // git never sends one,
+		// Not covered by the stamp: collab-hook decides.
+		{"no stamp", []string{"COLLAB_PRINCIPAL=alice"}, one + " " + two + " refs/heads/main\n", 42,
+			"collab-hook ran: --root " + root + " hook pre-receive"},
+		{"stale stamp", stamp(access.Write, now.Add(-hookenv.CheckedFresh-time.Minute), protected), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"read access only", stamp(access.Read, now, protected), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"rules not handed off", stamp(access.Write, now, nil), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"local push", nil, one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", root, "hook", "pre-receive")
+			cmd.Dir = repo
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GIT_DIR=.", "COLLAB_JOURNAL_SOCKET=" + filepath.Join(root, "no-journal")}, tc.env...)
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errb.String())
+			}
+			if tc.stderr == "" && errb.Len() > 0 {
+				t.Fatalf("stderr %q, want none", errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.stderr) || strings.Count(errb.String(), "\n") > 1 {
+				t.Fatalf("stderr %q, want one line with %q", errb.String(), tc.stderr)
+			}
+		})
+	}
+}
+
+// TestHandsOver: every other command line reaches collab-hook whole.
+func TestHandsOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook-fast")
+	}
+	bin := build(t)
+	root := t.TempDir()
+	for _, args := range [][]string{
+		{"--root", root, "repo", "list"},
+		{"--help"},
+		{"--root", root, "hook", "proc-receive"},
+		{"--root", root, "serve", "--as", "alice"},
+		// No database, so no key index: only collab-hook can say so.
+		{"--root", root, "keys-command", "git", "ssh-ed25519", "AAAA"},
+	} {
+		cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), args...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 42 || strings.TrimSpace(errb.String()) != "collab-hook ran: "+strings.Join(args, " ") {
+			t.Errorf("%v: %v, stderr %q; want collab-hook run with the same arguments", args, err, errb.String())
+		}
+	}
+}
+
+// TestInitBudget bounds what a start of collab-hook-fast initialises
+// (GODEBUG=inittrace=1): a count, so the test does not depend on the
+// machine; bench/push prints the time.
+func TestInitBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook-fast")
+	}
+	bin := build(t)
+	cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", t.TempDir(), "keys-command", "git", "ssh-ed25519", "AAAA")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	_ = cmd.Run()
+	inits, allocated := 0, 0
+	for _, l := range strings.Split(errb.String(), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 9 || f[0] != "init" {
+			continue
+		}
+		inits++
+		b, _ := strconv.Atoi(f[7])
+		allocated += b
+	}
+	t.Logf("%d package inits, %d bytes", inits, allocated)
+	if inits == 0 || inits > 50 || allocated > 16<<10 {
+		t.Errorf("%d package inits allocating %d bytes at start-up, budget 50 and 16 KiB", inits, allocated)
+	}
+}
