@@ -37,6 +37,7 @@ import (
 const Full = "collab-hook"
 
 func main() {
+	syscall.Umask(layout.Umask)
 	os.Exit(run(context.Background(), os.Args))
 }
 

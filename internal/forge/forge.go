@@ -105,13 +105,8 @@ const (
 	KeyMode  os.FileMode = 0o600 // forge.key
 )
 
-// Umask is what collab-hook and collab-web set before anything else, so
-// that what they and their git children create is private too. git applies
-// core.sharedRepository to a file once it finishes it; what a killed push
-// leaves behind (a temporary pack is made 0444, a lock 0666, less the
-// umask) kept a mode open to others, and fsck reported it (TestKillPushes,
-// once in a loaded run).
-const Umask = 0o027
+// Umask is layout.Umask.
+const Umask = layout.Umask
 
 // Init creates the root, its database and forge key, and stores the given
 // non-empty settings. Running it again changes nothing else.

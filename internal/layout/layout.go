@@ -1,5 +1,5 @@
-// Package layout names what lies where in a forge root. It links nothing
-// heavy, so that every binary, the lean collab-hook-fast too, takes
+// Package layout names what lies where in a forge root and the umask its
+// files are made under. It links nothing heavy, so that every binary, the lean collab-hook-fast too, takes
 // the paths from one place.
 package layout
 
@@ -7,6 +7,15 @@ import (
 	"fmt"
 	"path/filepath"
 )
+
+// Umask is what collab-hook, collab-hook-fast and collab-web set before
+// anything else, so that what they and their git children create is
+// private too. git applies
+// core.sharedRepository to a file once it finishes it; what a killed push
+// leaves behind (a temporary pack is made 0444, a lock 0666, less the
+// umask) kept a mode open to others, and fsck reported it (TestKillPushes,
+// once in a loaded run).
+const Umask = 0o027
 
 // DefaultRoot is the root when neither --root nor COLLAB_ROOT says
 // otherwise.
