@@ -52,3 +52,40 @@ func TestPreReceiveShimAlwaysChecksBranches(t *testing.T) {
 		})
 	}
 }
+
+// Where collab-hook-fast lies beside collab-hook (an executable file), the
+// pre-receive shim execs it and nothing else does; without it, or where it
+// cannot run, every shim execs collab-hook.
+func TestShimFastBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "collab-hook")
+	fast := filepath.Join(dir, FastBinary)
+	execs := func(hook string) string {
+		for _, l := range strings.Split(Shim(bin, "/srv/collab", hook), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "exec" {
+				return f[1]
+			}
+		}
+		return ""
+	}
+	if got := execs("pre-receive"); got != bin {
+		t.Fatalf("without collab-hook-fast, pre-receive execs %s", got)
+	}
+	if err := os.WriteFile(fast, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := execs("pre-receive"); got != bin {
+		t.Fatalf("with a collab-hook-fast that cannot run, pre-receive execs %s", got)
+	}
+	if err := os.Chmod(fast, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := execs("pre-receive"); got != fast {
+		t.Fatalf("pre-receive execs %s, want %s", got, fast)
+	}
+	for _, h := range []string{"proc-receive", "post-receive"} {
+		if !strings.Contains(Shim(bin, "/srv/collab", h), bin+" --root") {
+			t.Errorf("%s shim does not exec collab-hook:\n%s", h, Shim(bin, "/srv/collab", h))
+		}
+	}
+}
