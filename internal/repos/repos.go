@@ -144,22 +144,19 @@ func Config() [][2]string { return append([][2]string(nil), gitConfig...) }
 // ShimMode is a hook shim's mode: git runs it as the forge's user.
 const ShimMode = 0o750
 
-// FastBinary is the lean collab-hook (cmd/collab-hook-fast) that
-// pre-receive runs where it lies beside collab-hook.
+// FastBinary is the lean collab-hook (cmd/collab-hook-fast) that the
+// pre-receive shim runs where it lies beside collab-hook.
 const FastBinary = "collab-hook-fast"
 
 // Shim is the text of hook h: exec BINARY --root ROOT hook H; for
-// post-receive only when the push updates a branch. pre-receive execs
-// collab-hook-fast instead where it lies beside binary: it decides a push
-// serve stamped without the database, and hands any other to binary.
+// post-receive only when the push updates a branch; for pre-receive
+// through collab-hook-fast beside BINARY where it can run.
 func Shim(binary, rootDir, hook string) string {
+	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook,
+		"{{FAST}}", shellwords.Quote(filepath.Join(filepath.Dir(binary), FastBinary)))
 	if hook == "pre-receive" {
-		fast := filepath.Join(filepath.Dir(binary), FastBinary)
-		if fi, err := os.Stat(fast); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			binary = fast
-		}
+		return r.Replace(collab.PreReceiveShim)
 	}
-	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook)
 	if hook == "post-receive" {
 		return r.Replace(collab.PostReceiveShim)
 	}

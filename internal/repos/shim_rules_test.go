@@ -53,39 +53,56 @@ func TestPreReceiveShimAlwaysChecksBranches(t *testing.T) {
 	}
 }
 
-// Where collab-hook-fast lies beside collab-hook (an executable file), the
-// pre-receive shim execs it and nothing else does; without it, or where it
-// cannot run, every shim execs collab-hook.
+// The pre-receive shim runs collab-hook-fast where it lies beside
+// collab-hook and can run, with the same arguments and git's lines, and
+// collab-hook otherwise; no other shim runs it.
 func TestShimFastBinary(t *testing.T) {
 	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec")
+	stub := func(name string) string {
+		return "#!/bin/sh\nprintf '" + name + " %s\\n' \"$*\" > " + rec + "\ncat >> " + rec + "\n"
+	}
 	bin := filepath.Join(dir, "collab-hook")
 	fast := filepath.Join(dir, FastBinary)
-	execs := func(hook string) string {
-		for _, l := range strings.Split(Shim(bin, "/srv/collab", hook), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == "exec" {
-				return f[1]
-			}
-		}
-		return ""
-	}
-	if got := execs("pre-receive"); got != bin {
-		t.Fatalf("without collab-hook-fast, pre-receive execs %s", got)
-	}
-	if err := os.WriteFile(fast, nil, 0o644); err != nil {
+	if err := os.WriteFile(bin, []byte(stub("full")), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := execs("pre-receive"); got != bin {
-		t.Fatalf("with a collab-hook-fast that cannot run, pre-receive execs %s", got)
+	shim := filepath.Join(dir, "pre-receive")
+	if err := os.WriteFile(shim, []byte(Shim(bin, "/srv/collab", "pre-receive")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const in = "1111111111111111111111111111111111111111 2222222222222222222222222222222222222222 refs/heads/main\n"
+	runs := func() string {
+		t.Helper()
+		cmd := exec.Command("/bin/sh", shim)
+		cmd.Stdin = strings.NewReader(in)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("shim: %v: %s", err, out)
+		}
+		got, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got)
+	}
+	if got := runs(); got != "full --root /srv/collab hook pre-receive\n"+in {
+		t.Fatalf("without collab-hook-fast: %q", got)
+	}
+	if err := os.WriteFile(fast, []byte(stub("fast")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs(); !strings.HasPrefix(got, "full ") {
+		t.Fatalf("with a collab-hook-fast that cannot run: %q", got)
 	}
 	if err := os.Chmod(fast, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := execs("pre-receive"); got != fast {
-		t.Fatalf("pre-receive execs %s, want %s", got, fast)
+	if got := runs(); got != "fast --root /srv/collab hook pre-receive\n"+in {
+		t.Fatalf("with collab-hook-fast: %q", got)
 	}
 	for _, h := range []string{"proc-receive", "post-receive"} {
-		if !strings.Contains(Shim(bin, "/srv/collab", h), bin+" --root") {
-			t.Errorf("%s shim does not exec collab-hook:\n%s", h, Shim(bin, "/srv/collab", h))
+		if strings.Contains(Shim(bin, "/srv/collab", h), FastBinary) {
+			t.Errorf("%s shim runs collab-hook-fast:\n%s", h, Shim(bin, "/srv/collab", h))
 		}
 	}
 }
