@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/hookenv"
@@ -247,6 +249,39 @@ func TestAccessComesFromTheCheck(t *testing.T) {
 	})
 	if len(res.execs) != 0 || res.code == 0 {
 		t.Errorf("bob: exec %q, exit %d", res.execs, res.code)
+	}
+}
+
+// serve hands the hooks the branch rules it read with the access check;
+// rules from its own environment are dropped like any hand-off variable,
+// so a client cannot say "no rules" for a protected branch.
+func TestRulesComeFromTheDatabase(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	if err := f.db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := branches.Put(ctx, tx, "demo.git", branches.Default("main"), "alice", time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
+		r.Environ = append(r.Environ, "COLLAB_BRANCH_RULES=-")
+	})
+	var got []string
+	for _, kv := range res.env {
+		if strings.HasPrefix(kv, "COLLAB_BRANCH_RULES=") {
+			got = append(got, kv)
+		}
+	}
+	if want := []string{"COLLAB_BRANCH_RULES=main:none"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("rules %q, want %q", got, want)
+	}
+	// A fetch needs none.
+	res = f.run(t, "alice", "git-upload-pack 'demo.git'", nil)
+	for _, kv := range res.env {
+		if strings.HasPrefix(kv, "COLLAB_BRANCH_RULES=") {
+			t.Errorf("upload-pack got %s", kv)
+		}
 	}
 }
 
