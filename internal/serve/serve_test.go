@@ -278,6 +278,9 @@ func TestRulesComeFromTheDatabase(t *testing.T) {
 	}
 	// A fetch needs none.
 	res = f.run(t, "alice", "git-upload-pack 'demo.git'", nil)
+	if len(res.execs) != 1 {
+		t.Fatalf("upload-pack: exec %q, exit %d: %s", res.execs, res.code, res.stderr)
+	}
 	for _, kv := range res.env {
 		if strings.HasPrefix(kv, "COLLAB_BRANCH_RULES=") {
 			t.Errorf("upload-pack got %s", kv)
