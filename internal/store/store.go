@@ -389,12 +389,16 @@ func (db *DB) lock(ctx context.Context, left time.Duration) (func(), error) {
 }
 
 func (db *DB) migrate(ctx context.Context) error {
-	have, steps, err := db.version(ctx)
+	have, known, err := db.version(ctx)
 	if err != nil {
 		return err
 	}
-	if have >= len(steps) {
+	if have >= known {
 		return nil
+	}
+	steps, err := dbfile.Migrations(collab.Schema)
+	if err != nil {
+		return err
 	}
 	return db.Write(ctx, func(tx *sql.Tx) error {
 		// Another process may have migrated while we waited for the lock.
@@ -413,22 +417,20 @@ func (db *DB) migrate(ctx context.Context) error {
 	})
 }
 
-// version reads the database's schema version and this binary's steps. A
-// version newer than the steps this binary knows is refused: a newer collab
-// has written this database, and an older one must not guess at its meaning.
-func (db *DB) version(ctx context.Context) (int, []string, error) {
-	steps, err := dbfile.Migrations(collab.Schema)
-	if err != nil {
-		return 0, nil, err
-	}
-	var have int
+// version reads the database's schema version and the number of steps this
+// binary knows. A version newer than that is refused: a newer collab has
+// written this database, and an older one must not guess at its meaning.
+// Only counting the steps (dbfile.Known) keeps splitting the schema off
+// the path of every hook and ssh command, which find it up to date.
+func (db *DB) version(ctx context.Context) (have, known int, err error) {
+	known = dbfile.Known(collab.Schema)
 	if err := db.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
-		return 0, nil, db.classify(fmt.Errorf("read schema version: %w", err))
+		return 0, 0, db.classify(fmt.Errorf("read schema version: %w", err))
 	}
-	if have > len(steps) {
-		return have, steps, dbfile.Newer(have, len(steps))
+	if have > known {
+		return have, known, dbfile.Newer(have, known)
 	}
-	return have, steps, nil
+	return have, known, nil
 }
 
 // CheckFileVersion refuses, as opening it would, a database at path whose
