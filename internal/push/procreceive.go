@@ -298,6 +298,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		res = received{pushed: pushed}
 		var id string
 		var err error
+		touchOnly := false
 		switch {
 		case len(tip.Patch) == 1:
 			id = tip.Patch[0]
@@ -338,8 +339,12 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 				p.Base = branch
 				res.retargeted = true
 			}
-			if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
-				return err
+			// An edit of nothing only touches updated_at, which a new
+			// revision touches as well: it waits for AddRevisionOf's answer.
+			if touchOnly = u == (patches.Update{}); !touchOnly {
+				if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
+					return err
+				}
 			}
 		} else {
 			n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
@@ -380,9 +385,14 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		if len(revs) > 0 {
 			res.oldHead = revs[len(revs)-1].Commit
 		}
-		rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, c.New, mb, e.Principal, now)
+		rev, added, err := patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, now)
 		if err != nil {
 			return err
+		}
+		if touchOnly && !added {
+			if err := patches.Edit(ctx, tx, e.Repo, id, patches.Update{}, now); err != nil {
+				return err
+			}
 		}
 		if opts.Message != nil {
 			if err := patches.SetRevisionMessage(ctx, tx, e.Repo, id, rev.Number, *opts.Message); err != nil {

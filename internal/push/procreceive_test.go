@@ -8,6 +8,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 )
@@ -175,6 +176,10 @@ func TestRetries(t *testing.T) {
 	if r := f.refs(); r[collabref.HeadRef(pid)] != c2 || r[collabref.RevRef(pid, c2)] != c2 || r[collabref.RevRef(pid, c1)] != c1 {
 		t.Errorf("refs after the retry: %v", r)
 	}
+	// An unchanged push still touches the patch, as a new revision does.
+	if v := f.query("SELECT updated_at FROM patches WHERE id = ?", pid); v != store.FormatTime(f.now) {
+		t.Errorf("updated_at after an unchanged push = %s, want %s", v, store.FormatTime(f.now))
+	}
 	// So does the next revision: every revision's ref is rewritten.
 	if err := f.env.Git.UpdateRefs(f.ctx, []git.RefUpdate{{Ref: collabref.RevRef(pid, c1), New: git.ZeroOID}}); err != nil {
 		t.Fatal(err)
@@ -183,5 +188,8 @@ func TestRetries(t *testing.T) {
 	f.procReceive("refs/for/main", c3)
 	if r := f.refs(); r[collabref.RevRef(pid, c1)] != c1 || r[collabref.HeadRef(pid)] != c3 {
 		t.Errorf("refs after the next revision: %v", r)
+	}
+	if v := f.query("SELECT updated_at FROM patches WHERE id = ?", pid); v != store.FormatTime(f.now) {
+		t.Errorf("updated_at after a new revision = %s, want %s", v, store.FormatTime(f.now))
 	}
 }
