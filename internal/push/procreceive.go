@@ -277,10 +277,10 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	now := e.Now()
 	// The refs lock orders this push's ref update after any other's that
 	// committed earlier. The revision's row commits first and its refs are
-	// written after: a run killed in between leaves a row whose refs the
-	// next push of the patch (PatchRefs rewrites them all), the sweep or
-	// fsck restores; the pushed objects are already out of the quarantine
-	// when proc-receive runs. Never a ref without its row.
+	// written after: a run killed in between leaves a row whose refs a
+	// retry of the same commit (pushRefs), the sweep (RestoreRefs, seconds
+	// later) or fsck restores; the pushed objects are already out of the
+	// quarantine when proc-receive runs. Never a ref without its row.
 	unlock, err := LockRefs(ctx, e.Git.Dir)
 	if err != nil {
 		return res, tip, fault.Wrap(err, "cannot lock the patch refs")
@@ -418,10 +418,23 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err != nil {
 		return res, tip, err
 	}
-	if err := e.Git.UpdateRefs(ctx, PatchRefs(res.patch.ID, all)); err != nil {
+	if err := e.Git.UpdateRefs(ctx, pushRefs(res.patch.ID, res.rev, all)); err != nil {
 		return res, tip, fault.Wrap(err, fmt.Sprintf("revision %d of patch %s is recorded but its refs could not be written; push again to finish", res.rev.Number, res.patch.ID))
 	}
 	return res, tip, nil
+}
+
+// pushRefs are the refs a push of revision rev writes: rev's own and the
+// patch's head (the last of all). Not the refs of every revision, as
+// PatchRefs gives: git locks each ref it is handed, changed or not, which
+// made a push's update-ref cost grow with the patch's revisions (5.5 ms of
+// CPU with 47 refs against 1.5 ms with two); the refs of an earlier
+// revision that a killed run left unwritten are the sweep's to restore.
+func pushRefs(id string, rev Revision, all []Revision) []git.RefUpdate {
+	return []git.RefUpdate{
+		{Ref: collabref.RevRef(id, rev.Commit), New: rev.Commit},
+		{Ref: collabref.HeadRef(id), New: all[len(all)-1].Commit},
+	}
 }
 
 // pushedLimit bounds the commits of a refs/for push proc-receive reads in

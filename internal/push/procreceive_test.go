@@ -8,9 +8,9 @@ import (
 
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/git"
-	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 const pid = "1111111111111111"
@@ -133,7 +133,8 @@ func TestProcReceive(t *testing.T) {
 // A retry is never blocked by what a killed or refused push left: a
 // leftover ref naming the same commit is adopted, one naming another
 // commit (and a head pointing there) is overwritten, and a row whose refs
-// were never written gets them back from the next push of the patch.
+// were never written gets them back from a retry of its commit, else from
+// the sweep (RestoreRefs).
 func TestRetries(t *testing.T) {
 	f := newForge(t)
 	c1 := f.commit("One\n\nPatch: " + pid)
@@ -180,16 +181,24 @@ func TestRetries(t *testing.T) {
 	if v := f.query("SELECT updated_at FROM patches WHERE id = ?", pid); v != store.FormatTime(f.now) {
 		t.Errorf("updated_at after an unchanged push = %s, want %s", v, store.FormatTime(f.now))
 	}
-	// So does the next revision: every revision's ref is rewritten.
+	// The next revision writes its own ref and the head, not every
+	// revision's (git locks each ref it is handed): an earlier revision's
+	// lost ref is the sweep's to restore.
 	if err := f.env.Git.UpdateRefs(f.ctx, []git.RefUpdate{{Ref: collabref.RevRef(pid, c1), New: git.ZeroOID}}); err != nil {
 		t.Fatal(err)
 	}
 	c3 := f.commit("Three\n\nPatch: " + pid)
 	f.procReceive("refs/for/main", c3)
-	if r := f.refs(); r[collabref.RevRef(pid, c1)] != c1 || r[collabref.HeadRef(pid)] != c3 {
+	if r := f.refs(); r[collabref.RevRef(pid, c3)] != c3 || r[collabref.HeadRef(pid)] != c3 || r[collabref.RevRef(pid, c1)] != "" {
 		t.Errorf("refs after the next revision: %v", r)
 	}
 	if v := f.query("SELECT updated_at FROM patches WHERE id = ?", pid); v != store.FormatTime(f.now) {
 		t.Errorf("updated_at after a new revision = %s, want %s", v, store.FormatTime(f.now))
+	}
+	if n, err := RestoreRefs(f.ctx, f.db.R(), f.env.Git, "demo.git", []string{pid}); err != nil || n != 1 {
+		t.Errorf("RestoreRefs = %d, %v; want the one lost ref", n, err)
+	}
+	if r := f.refs(); r[collabref.RevRef(pid, c1)] != c1 {
+		t.Errorf("refs after the sweep: %v", r)
 	}
 }
