@@ -71,9 +71,15 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 	if len(heads) == 0 {
 		return nil, nil
 	}
-	bases, err := patches.OpenBases(ctx, e.DB.R(), e.Repo)
-	if err != nil {
-		return nil, err
+	// A push of one branch (nearly every push) reads the open patches
+	// targeting it at once, which says whether there are any and is what
+	// its scan reads first; one of several branches asks which branches
+	// have open patches first, in one query for all.
+	var bases map[string]bool
+	if len(heads) > 1 {
+		if bases, err = patches.OpenBases(ctx, e.DB.R(), e.Repo); err != nil {
+			return nil, err
+		}
 	}
 	scanned, err := BranchScans(ctx, e.DB.R(), e.Repo)
 	if err != nil {
@@ -84,7 +90,16 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 	bigPack := -1 // objects in the push's pack, when it is too big; looked up once
 	for _, u := range heads {
 		branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
-		if !bases[branch] {
+		var tg *targets
+		has := bases[branch]
+		if bases == nil {
+			open, pinned, err := patches.OpenTargeting(ctx, e.DB.R(), e.Repo, branch)
+			if err != nil {
+				return nil, err
+			}
+			tg, has = &targets{open: open, pinned: pinned}, len(open) > 0
+		}
+		if !has {
 			if _, ok := scanned[branch]; ok {
 				// No open patch left to find: the next one starts afresh.
 				if err := forgetScans(ctx, e.DB, e.Repo, branch); err != nil {
@@ -114,6 +129,10 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			}
 		}
 		own := Segment{Old: u.Old, New: u.New, By: e.Principal}
+		if len(segs) == 0 {
+			// The first scan of this run: nothing recorded since tg was read.
+			own.targets = tg
+		}
 		if u.Old == git.ZeroOID {
 			// A new branch: what no other branch or tag reached before this
 			// push. refs/collab/* is never excluded: it reaches every pinned
@@ -191,6 +210,16 @@ type Segment struct {
 	// submit's strategy, or "" for a push.
 	Strategy  string
 	Submitted bool
+	// targets, when set, are the branch's open patches as read just
+	// before, for the scan of this segment not to read them again.
+	targets *targets
+}
+
+// targets are the open patches targeting a branch and their pinned
+// revisions by commit (patches.OpenTargeting).
+type targets struct {
+	open   map[string]bool
+	pinned map[string][]patches.Pinned
 }
 
 func (s Segment) revs() []string {
@@ -210,7 +239,7 @@ func (s Segment) revs() []string {
 func (e *Env) scanSegments(ctx context.Context, branch string, segs []Segment, from string, budget int) ([]Merged, error) {
 	var out []Merged
 	for i, s := range segs {
-		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By, Strategy: s.Strategy, Submitted: s.Submitted}
+		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By, Strategy: s.Strategy, Submitted: s.Submitted, targets: s.targets}
 		if i == len(segs)-1 {
 			r.From, r.Done = from, s.New
 		}
@@ -362,6 +391,8 @@ type ScanRange struct {
 	// submit's); "" is patches.ByPush.
 	Strategy  string
 	Submitted bool
+	// targets: see Segment.
+	targets *targets
 }
 
 // Scan walks the commits r.Revs selects (newest first, streamed) for those
@@ -375,10 +406,17 @@ type ScanRange struct {
 // walk longer than budget commits stops with ErrTooBig before anything is
 // recorded.
 func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, error) {
-	open, pinned, err := patches.OpenTargeting(ctx, e.DB.R(), e.Repo, r.Branch)
-	if err != nil {
-		return nil, err
+	var open map[string]bool
+	var pinned map[string][]patches.Pinned
+	if t := r.targets; t != nil {
+		open, pinned = t.open, t.pinned
+	} else {
+		var err error
+		if open, pinned, err = patches.OpenTargeting(ctx, e.DB.R(), e.Repo, r.Branch); err != nil {
+			return nil, err
+		}
 	}
+	var err error
 	found := map[string]*match{}
 	var order []string
 	get := func(id string) *match {

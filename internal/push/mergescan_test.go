@@ -158,3 +158,47 @@ func TestSweeper(t *testing.T) {
 		t.Errorf("a third sweep: %+v %v", rep, err)
 	}
 }
+
+// A push of one branch reads its open patches once for the walk and for
+// whether to scan; a push of several asks which branches have any first.
+// Both record the merge, and both drop the scan progress of a branch no
+// open patch targets any more.
+func TestMergeScanOneOrSeveralBranches(t *testing.T) {
+	for _, several := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one", true: "several"}[several], func(t *testing.T) {
+			f := newForge(t)
+			f.git("checkout", "-q", "-b", "topic")
+			rev := f.commit("Topic\n\nPatch: " + pid)
+			f.procReceive("refs/for/main", rev)
+			f.git("checkout", "-q", "main")
+			f.git("merge", "-q", "--ff-only", "topic")
+			u := f.moveMain("bob")
+			us := []Update{u}
+			if several {
+				f.git("push", "-q", f.bare, "HEAD:refs/heads/side")
+				us = append(us, Update{Old: git.ZeroOID, New: u.New, Ref: "refs/heads/side"})
+			}
+			if _, err := PostReceive(f.ctx, f.env, us, ForegroundBudget); err != nil {
+				t.Fatal(err)
+			}
+			if v := f.query("SELECT state || '|' || merged_commit FROM patches WHERE id = ?", pid); v != "merged|"+rev {
+				t.Errorf("patch %q, want merged|%s", v, rev)
+			}
+			if v := f.query("SELECT count(*) FROM branch_scans"); v != "1" {
+				t.Errorf("%s scan progress rows after the merge, want main's", v)
+			}
+			// No open patch targets main now: the next push forgets it.
+			f.commit("Later")
+			us = []Update{f.moveMain("bob")}
+			if several {
+				us = append(us, Update{Old: u.New, New: u.New, Ref: "refs/heads/side"})
+			}
+			if _, err := PostReceive(f.ctx, f.env, us, ForegroundBudget); err != nil {
+				t.Fatal(err)
+			}
+			if v := f.query("SELECT count(*) FROM branch_scans"); v != "0" {
+				t.Errorf("%s scan progress rows with no open patch, want none", v)
+			}
+		})
+	}
+}
