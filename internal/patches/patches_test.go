@@ -155,3 +155,56 @@ func TestListCarriesRevisionsAndIssues(t *testing.T) {
 		t.Errorf("List after %s = %+v, %v", b, ps, err)
 	}
 }
+
+// AddRevisionOf, given the revisions just read, answers as AddRevision
+// does: the same numbers, the same added flags, the same rows.
+func TestAddRevisionOfAgrees(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := func(d string) string { return strings.Repeat(d, 40) }
+	for _, pushes := range [][]string{
+		{c("1")},
+		{c("1"), c("1")},
+		{c("1"), c("2"), c("1"), c("3"), c("2")},
+	} {
+		db := open(t)
+		rows := map[string]string{}
+		for _, viaOf := range []bool{false, true} {
+			id := strings.Repeat(map[bool]string{false: "aa", true: "bb"}[viaOf], 20)
+			var got []string
+			err := db.Write(ctx, func(tx *sql.Tx) error {
+				if _, err := Create(ctx, tx, New{Repo: "demo.git", ID: id, Title: "t", Author: "ada", Base: "main"}, now); err != nil {
+					return err
+				}
+				for _, commit := range pushes {
+					var r Revision
+					var added bool
+					var err error
+					if viaOf {
+						revs, rerr := Revisions(ctx, tx, "demo.git", id)
+						if rerr != nil {
+							return rerr
+						}
+						r, added, err = AddRevisionOf(ctx, tx, "demo.git", id, revs, commit, "b", "ada", now)
+					} else {
+						r, added, err = AddRevision(ctx, tx, "demo.git", id, commit, "b", "ada", now)
+					}
+					if err != nil {
+						return err
+					}
+					got = append(got, fmt.Sprintf("%d:%v", r.Number, added))
+				}
+				revs, err := Revisions(ctx, tx, "demo.git", id)
+				rows[fmt.Sprint(viaOf)] = fmt.Sprint(revs)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows[fmt.Sprint(viaOf)+" answers"] = strings.Join(got, ",")
+		}
+		if rows["false"] != rows["true"] || rows["false answers"] != rows["true answers"] {
+			t.Errorf("pushes %d: AddRevision %s %s; AddRevisionOf %s %s", len(pushes), rows["false answers"], rows["false"], rows["true answers"], rows["true"])
+		}
+	}
+}
