@@ -22,6 +22,19 @@ func (f *testForge) moveMain(as string) Update {
 	return Update{Old: before, New: f.git("rev-parse", "HEAD"), Ref: "refs/heads/main"}
 }
 
+// mergedTopic pushes a one-commit patch for main from branch topic and
+// fast-forwards the clone's main to it (not the bare repository's: see
+// moveMain); it returns the patch's revision.
+func (f *testForge) mergedTopic() string {
+	f.t.Helper()
+	f.git("checkout", "-q", "-b", "topic")
+	rev := f.commit("Topic\n\nPatch: " + pid)
+	f.procReceive("refs/for/main", rev)
+	f.git("checkout", "-q", "main")
+	f.git("merge", "-q", "--ff-only", "topic")
+	return rev
+}
+
 // The merge scan's kinds: a fast-forward, a merge commit, a rebase and a
 // squash each mark the patch merged; a rebase or a squash first pins the
 // merged commit as the last revision, with the old tip's merge base.
@@ -101,11 +114,7 @@ func TestMergeScanHeals(t *testing.T) {
 	}{{"carol", "carol"}, {"Ada", "unknown"}} {
 		t.Run(tc.want, func(t *testing.T) {
 			f := newForge(t)
-			f.git("checkout", "-q", "-b", "topic")
-			rev := f.commit("Topic\n\nPatch: " + pid)
-			f.procReceive("refs/for/main", rev)
-			f.git("checkout", "-q", "main")
-			f.git("merge", "-q", "--ff-only", "topic")
+			rev := f.mergedTopic()
 			f.moveMain(tc.as) // its post-receive never ran
 			f.commit("Later")
 			u := f.moveMain("dave")
@@ -167,11 +176,7 @@ func TestMergeScanOneOrSeveralBranches(t *testing.T) {
 	for _, several := range []bool{false, true} {
 		t.Run(map[bool]string{false: "one", true: "several"}[several], func(t *testing.T) {
 			f := newForge(t)
-			f.git("checkout", "-q", "-b", "topic")
-			rev := f.commit("Topic\n\nPatch: " + pid)
-			f.procReceive("refs/for/main", rev)
-			f.git("checkout", "-q", "main")
-			f.git("merge", "-q", "--ff-only", "topic")
+			rev := f.mergedTopic()
 			u := f.moveMain("bob")
 			us := []Update{u}
 			if several {
