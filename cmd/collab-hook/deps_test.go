@@ -32,12 +32,7 @@ func TestLinksNothingHeavy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	deps := buildtest.Deps(t, ".", "urfave_cli_no_docs")
-	for _, p := range forbidden {
-		if deps[p] {
-			t.Errorf("collab-hook links %s (go mod why -m, or go list -deps, says through what)", p)
-		}
-	}
+	buildtest.LinksNone(t, ".", "urfave_cli_no_docs", "collab-hook", forbidden)
 }
 
 // initBudget bounds the package inits a start of collab-hook runs and the

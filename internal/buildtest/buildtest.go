@@ -14,9 +14,9 @@ import (
 	"testing"
 )
 
-// Deps returns the packages the package in dir links (go list -deps),
-// built with tags.
-func Deps(t *testing.T, dir, tags string) map[string]bool {
+// LinksNone fails t for each package of forbidden that the command in dir
+// (named name in the message) links, built with tags (go list -deps).
+func LinksNone(t *testing.T, dir, tags, name string, forbidden []string) {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-tags", tags, "-deps", ".")
 	cmd.Dir = dir
@@ -28,7 +28,11 @@ func Deps(t *testing.T, dir, tags string) map[string]bool {
 	for _, p := range strings.Fields(string(out)) {
 		deps[p] = true
 	}
-	return deps
+	for _, p := range forbidden {
+		if deps[p] {
+			t.Errorf("%s links %s (go list -deps, or go mod why -m, says through what)", name, p)
+		}
+	}
 }
 
 // Build builds the command in dir, statically as make build does, to bin.
