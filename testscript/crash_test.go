@@ -35,7 +35,13 @@ type crashForge struct {
 
 func newCrashForge(t *testing.T, root string) *crashForge {
 	t.Helper()
-	f := &crashForge{t: t, root: root, home: t.TempDir(), hook: filepath.Join(binDir, "collab-hook")}
+	return newCrashForgeWith(t, root, filepath.Join(binDir, "collab-hook"))
+}
+
+// newCrashForgeWith is newCrashForge run by the collab-hook at hook.
+func newCrashForgeWith(t *testing.T, root, hook string) *crashForge {
+	t.Helper()
+	f := &crashForge{t: t, root: root, home: t.TempDir(), hook: hook}
 	f.run("", f.hook, "--root", root, "init", "--url", "http://forge.test")
 	f.run("", f.hook, "--root", root, "repo", "create", "demo")
 	f.run("", f.hook, "--root", root, "user", "add", "alice")

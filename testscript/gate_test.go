@@ -173,12 +173,19 @@ func TestSubmitRace(t *testing.T) {
 }
 
 // A submit killed after it moved the branch and before it recorded the
-// merge (COLLAB_TEST_SUBMIT_CRASH) is recorded, as that submit, by the next
-// push to the branch, by collab-web's sweep, or by fsck.
+// merge (COLLAB_TEST_SUBMIT_CRASH, read only by a collab-hook built with
+// the collab_crash tag) is recorded, as that submit, by the next push to
+// the branch, by collab-web's sweep, or by fsck.
 func TestSubmitCrash(t *testing.T) {
+	crashHook := filepath.Join(t.TempDir(), "collab-hook")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs,collab_crash", "-o", crashHook, "github.com/collab-forge/collab/cmd/collab-hook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
 	for _, repair := range []string{"next push", "sweep", "fsck"} {
 		t.Run(repair, func(t *testing.T) {
-			f := newCrashForge(t, filepath.Join(t.TempDir(), "root"))
+			f := newCrashForgeWith(t, filepath.Join(t.TempDir(), "root"), crashHook)
 			dir := gateClient(t, f)
 			id := pushPatch(t, f, dir, 1, "a.txt", "a\n")
 			_, errb, code := f.verb("patch submit demo "+id+" --strategy squash", "COLLAB_TEST_SUBMIT_CRASH=after-move")

@@ -6,9 +6,7 @@ package ops
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/branches"
@@ -21,19 +19,9 @@ import (
 	"github.com/collab-forge/collab/internal/submit"
 )
 
-// CrashAfterMoveVar, set to "after-move" in the environment of the process
-// that runs a submit, kills that process (SIGKILL) between moving the
-// branch and recording the merge: the end-to-end tests' way to open the
-// window the merge scan must repair. Nothing else reads it.
-const CrashAfterMoveVar = "COLLAB_TEST_SUBMIT_CRASH"
-
 // gate is the submit machinery on this forge.
 func (s *Service) gate() *submit.Gate {
-	g := &submit.Gate{DB: s.DB, Root: s.Root, Now: s.now, Log: s.Log, PatchURL: s.patchURL}
-	if os.Getenv(CrashAfterMoveVar) == "after-move" {
-		g.AfterMove = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
-	}
-	return g
+	return &submit.Gate{DB: s.DB, Root: s.Root, Now: s.now, Log: s.Log, PatchURL: s.patchURL, AfterMove: afterMove()}
 }
 
 // ProtectBranch is a branch rule to set; nil and "" fields take the
