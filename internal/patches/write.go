@@ -97,14 +97,16 @@ func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCo
 	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(number), 0) FROM revisions WHERE repo = ? AND patch_id = ?", repo, id).Scan(&n); err != nil {
 		return Revision{}, false, fmt.Errorf("number revision of %s: %w", id, err)
 	}
-	r, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, now)
+	r, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, "", now)
 	return r, err == nil, err
 }
 
 // AddRevisionOf is AddRevision for a caller that has just read the patch's
 // revisions (Revisions, in tx): the commit's revision among revs, else a
-// new one numbered after the last of them, without reading them again.
-func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher string, now time.Time) (rev Revision, added bool, err error) {
+// new one numbered after the last of them, without reading them again. A
+// new one carries message (Gerrit's m=; "" for none), in its row and in
+// its revision.pushed; an existing one is returned as it is.
+func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher, message string, now time.Time) (rev Revision, added bool, err error) {
 	n := 0
 	for _, r := range revs {
 		if r.Commit == commit {
@@ -112,16 +114,16 @@ func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs 
 		}
 		n = max(n, r.Number)
 	}
-	rev, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, now)
+	rev, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, message, now)
 	return rev, err == nil, err
 }
 
 // insertRevision records revision number of patch id, touches the patch
 // and emits revision.pushed, inside tx.
-func insertRevision(ctx context.Context, tx store.Querier, repo, id string, number int, commit, baseCommit, pusher string, now time.Time) (Revision, error) {
-	r := Revision{Number: number, Commit: commit, BaseCommit: baseCommit, Pusher: pusher, CreatedAt: store.At(now)}
-	_, err := tx.ExecContext(ctx, `INSERT INTO revisions(repo, patch_id, number, commit_oid, base_commit, pusher, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, repo, id, r.Number, r.Commit, r.BaseCommit, r.Pusher, r.CreatedAt)
+func insertRevision(ctx context.Context, tx store.Querier, repo, id string, number int, commit, baseCommit, pusher, message string, now time.Time) (Revision, error) {
+	r := Revision{Number: number, Commit: commit, BaseCommit: baseCommit, Pusher: pusher, CreatedAt: store.At(now), Message: message}
+	_, err := tx.ExecContext(ctx, `INSERT INTO revisions(repo, patch_id, number, commit_oid, base_commit, pusher, created_at, message)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, repo, id, r.Number, r.Commit, r.BaseCommit, r.Pusher, r.CreatedAt, r.Message)
 	if err != nil {
 		return Revision{}, fmt.Errorf("record revision %d of %s: %w", r.Number, id, err)
 	}

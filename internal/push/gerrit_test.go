@@ -163,6 +163,10 @@ func TestProcReceiveGerrit(t *testing.T) {
 		p.Revisions[0].Message != "First try" {
 		t.Errorf("patch %+v", p)
 	}
+	// Its revision.pushed says the message too (webhook receivers see it).
+	if v := f.query("SELECT json_extract(data, '$.revision.message') FROM events WHERE event = 'revision.pushed' AND json_extract(data, '$.patch_id') = ?", hex); v != "First try" {
+		t.Errorf("revision.pushed message %q", v)
+	}
 
 	// An amend keeping the Change-Id: revision 2 of the same patch; ready,
 	// one more hashtag; reviewers and hashtags only ever grow.

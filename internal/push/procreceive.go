@@ -385,7 +385,11 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		if len(revs) > 0 {
 			res.oldHead = revs[len(revs)-1].Commit
 		}
-		rev, added, err := patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, now)
+		msg := ""
+		if opts.Message != nil {
+			msg = *opts.Message
+		}
+		rev, added, err := patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, msg, now)
 		if err != nil {
 			return err
 		}
@@ -394,7 +398,9 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 				return err
 			}
 		}
-		if opts.Message != nil {
+		// A new revision carries the message from its insert (and its
+		// revision.pushed); a push of a commit already pinned sets it.
+		if opts.Message != nil && !added {
 			if err := patches.SetRevisionMessage(ctx, tx, e.Repo, id, rev.Number, *opts.Message); err != nil {
 				return err
 			}
