@@ -152,6 +152,38 @@ func OfPatch(ctx context.Context, q store.Querier, repo, patchID string) (map[in
 	return out, nil
 }
 
+// OfPatches is OfPatch for each of a list's patches of repo, by patch id,
+// in one query.
+func OfPatches(ctx context.Context, q store.Querier, repo string, ids []string) (map[string]map[int][]Check, error) {
+	out := map[string]map[int][]Check{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, repo)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	err := store.Each(ctx, q, `SELECT patch_id, revision, name, state, url, summary, by, updated_at FROM checks
+		WHERE repo = ? AND patch_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY patch_id, revision, name`, args,
+		func(rows *sql.Rows) error {
+			var id string
+			var c Check
+			if err := rows.Scan(&id, &c.Revision, &c.Name, &c.State, &c.URL, &c.Summary, &c.By, &c.UpdatedAt); err != nil {
+				return err
+			}
+			if out[id] == nil {
+				out[id] = map[int][]Check{}
+			}
+			out[id][c.Revision] = append(out[id][c.Revision], c)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("read checks: %w", err)
+	}
+	return out, nil
+}
+
 func read(ctx context.Context, q store.Querier, where string, args ...any) ([]Check, error) {
 	out := []Check{}
 	err := store.Each(ctx, q, `SELECT revision, name, state, url, summary, by, updated_at FROM checks `+where+` ORDER BY revision, name`, args,

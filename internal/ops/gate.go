@@ -347,22 +347,15 @@ func (s *Service) CanSubmit(ctx context.Context, who Actor, repo string) bool {
 }
 
 // withGate adds to l (a view of p) its revisions' checks and its submit
-// status: full builds the result to tell mergeable (patch show); a list
-// only compares the branch tip with the revision's base (tips: the
-// repository's branches), since building every patch's result would cost
-// too much.
-func (s *Service) withGate(ctx context.Context, l *review.Listed, p patches.Patch, full bool, tips map[string]string) error {
+// status, building the result to tell mergeable (patch show; a list uses
+// Gate.ListStatuses, which does not).
+func (s *Service) withGate(ctx context.Context, l *review.Listed, p patches.Patch) error {
 	byRev, err := checks.OfPatch(ctx, s.DB.R(), p.Repo, p.ID)
 	if err != nil {
 		return err
 	}
 	l.Revisions = review.WithChecks(p.Revisions, byRev)
-	var st submit.Status
-	if full {
-		st, err = s.gate().Status(ctx, s.DB.R(), p, "")
-	} else {
-		st, err = s.gate().ListStatus(ctx, s.DB.R(), p, tips)
-	}
+	st, err := s.gate().Status(ctx, s.DB.R(), p, "")
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
@@ -90,18 +91,31 @@ func (s *Service) ListPatches(ctx context.Context, who Actor, in ListPatches) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]review.Listed, 0, len(list))
 	var tips map[string]string
-	for _, p := range list {
+	ids := make([]string, len(list))
+	for i, p := range list {
+		ids[i] = p.ID
 		if tips == nil && p.State == patches.Open {
 			if tips, err = s.branchTips(ctx, sc.key); err != nil {
 				return nil, err
 			}
 		}
+	}
+	// A page's checks, rules and approvers' access in a few reads, not a
+	// few per patch.
+	byPatch, err := checks.OfPatches(ctx, s.DB.R(), sc.key, ids)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := s.gate().ListStatuses(ctx, s.DB.R(), sc.key, list, tips, byPatch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]review.Listed, 0, len(list))
+	for i, p := range list {
 		v := s.view(p)
-		if err := s.withGate(ctx, &v, p, false, tips); err != nil {
-			return nil, err
-		}
+		v.Revisions = review.WithChecks(p.Revisions, byPatch[p.ID])
+		v.Submit = &sts[i]
 		out = append(out, v)
 	}
 	return out, nil
@@ -140,7 +154,7 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 		return review.Shown{}, err
 	}
 	// After the read transaction: the submit status runs git.
-	return out, s.withGate(ctx, &out.Listed, p, true, nil)
+	return out, s.withGate(ctx, &out.Listed, p)
 }
 
 // Diff is a revision's diff, or an interdiff, as patch diff --json prints

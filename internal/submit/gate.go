@@ -70,28 +70,36 @@ func (g *Gate) repo(key string) (git.Repo, error) {
 // facts reads what the requirements of p (read with its reviews) depend
 // on, besides mergeable.
 func (g *Gate) facts(ctx context.Context, q store.Querier, p patches.Patch, strategy string) (Facts, error) {
-	f := Facts{Patch: p, Strategy: strategy, Writers: map[string]bool{}}
 	rule, ok, err := branches.Get(ctx, q, p.Repo, p.Base)
 	if err != nil {
 		return Facts{}, err
 	}
+	var r *branches.Rule
 	if ok {
-		f.Rule = &rule
+		r = &rule
 	}
+	var cs []checks.Check
+	if head := p.Head(); head.Number > 0 {
+		if cs, err = checks.OfRevision(ctx, q, p.Repo, p.ID, head.Number); err != nil {
+			return Facts{}, err
+		}
+	}
+	return factsOf(p, strategy, r, cs, func(name string) (access.Level, error) { return access.Of(ctx, q, name, p.Repo) })
+}
+
+// factsOf is what Evaluate needs for p, given its branch's rule (nil:
+// none), its head revision's checks and the access level of a principal.
+func factsOf(p patches.Patch, strategy string, rule *branches.Rule, headChecks []checks.Check, level func(string) (access.Level, error)) (Facts, error) {
+	f := Facts{Patch: p, Strategy: strategy, Writers: map[string]bool{}, Rule: rule, Checks: headChecks}
 	for _, r := range p.Reviews {
 		if _, seen := f.Writers[r.Author]; seen || r.Verdict != "approve" {
 			continue
 		}
-		lvl, err := access.Of(ctx, q, r.Author, p.Repo)
+		lvl, err := level(r.Author)
 		if err != nil {
 			return Facts{}, err
 		}
 		f.Writers[r.Author] = lvl >= access.Write
-	}
-	if head := p.Head(); head.Number > 0 {
-		if f.Checks, err = checks.OfRevision(ctx, q, p.Repo, p.ID, head.Number); err != nil {
-			return Facts{}, err
-		}
 	}
 	return f, nil
 }
@@ -182,15 +190,53 @@ func (g *Gate) Status(ctx context.Context, q store.Querier, p patches.Patch, ask
 	return Evaluate(f), nil
 }
 
-// ListStatus is Status for a list of patches, where building every
-// result would cost too much: mergeable holds when the base branch has not
-// moved since the latest revision's base (tips: the repository's branches,
-// git.Refs of refs/heads/); otherwise it is reported as not checked here.
-func (g *Gate) ListStatus(ctx context.Context, q store.Querier, p patches.Patch, tips map[string]string) (Status, error) {
-	f, err := g.facts(ctx, q, p, "")
+// ListStatuses is Status for a page of repo's patches, where building
+// every result would cost too much: mergeable holds when the base branch
+// has not moved since the latest revision's base (tips: the repository's
+// branches, git.Refs of refs/heads/); otherwise it is reported as not
+// checked here. The caller has read the page's checks
+// (checks.OfPatches); the branch rules and each approver's access are read
+// once for the page, not once a patch.
+func (g *Gate) ListStatuses(ctx context.Context, q store.Querier, repo string, ps []patches.Patch, tips map[string]string,
+	checksOf map[string]map[int][]checks.Check) ([]Status, error) {
+	rules, err := branches.List(ctx, q, repo)
 	if err != nil {
-		return Status{}, err
+		return nil, err
 	}
+	byBranch := make(map[string]*branches.Rule, len(rules))
+	for i := range rules {
+		byBranch[rules[i].Branch] = &rules[i]
+	}
+	levels := map[string]access.Level{}
+	level := func(name string) (access.Level, error) {
+		if l, ok := levels[name]; ok {
+			return l, nil
+		}
+		l, err := access.Of(ctx, q, name, repo)
+		levels[name] = l
+		return l, err
+	}
+	out := make([]Status, 0, len(ps))
+	for _, p := range ps {
+		var cs []checks.Check
+		if head := p.Head(); head.Number > 0 {
+			if cs = checksOf[p.ID][head.Number]; cs == nil {
+				cs = []checks.Check{}
+			}
+		}
+		f, err := factsOf(p, "", byBranch[p.Base], cs, level)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, listStatus(f, tips))
+	}
+	return out, nil
+}
+
+// listStatus evaluates f with mergeable as a list can tell it without git:
+// from the branch tips.
+func listStatus(f Facts, tips map[string]string) Status {
+	p := f.Patch
 	head := p.Head()
 	tip, ok := tips["refs/heads/"+p.Base]
 	m := Requirement{Name: ReqMergeable}
@@ -205,7 +251,7 @@ func (g *Gate) ListStatus(ctx context.Context, q store.Querier, p patches.Patch,
 		m.Detail = "not checked in a list (" + p.Base + " moved since the revision's base); patch show checks it"
 	}
 	f.Mergeable = &m
-	return Evaluate(f), nil
+	return Evaluate(f)
 }
 
 // Submitted is a submit's outcome.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -455,5 +456,59 @@ func TestSubmitRetriesWhenTheBranchMoved(t *testing.T) {
 	}
 	if f.main() != last || f.merge(third) != "open" {
 		t.Fatalf("main %s (want %s), %s", f.main(), last, f.merge(third))
+	}
+}
+
+// A list page's statuses, read once for the page, are what each patch's
+// own facts give: rules (one branch protected, one not), approvals by
+// writers, a reader and the author, checks on the head revision or none.
+func TestListStatusesAsEachAlone(t *testing.T) {
+	f := newGateForge(t)
+	if err := principals.Add(f.ctx, f.db, "rita", f.now); err != nil {
+		t.Fatal(err)
+	}
+	if err := principals.SetGrant(f.ctx, f.db, "rita", "demo.git", access.Read); err != nil {
+		t.Fatal(err)
+	}
+	rule := branches.Default("main")
+	rule.Checks = []string{"ci"}
+	f.do(func(tx *sql.Tx) error { _, err := branches.Put(f.ctx, tx, "demo.git", rule, "adm", f.now); return err })
+	a, b, c := f.patch(1, "b.txt"), f.patch(2, "c.txt"), f.patch(3, "d.txt")
+	f.approve(a, "bob", "approve")
+	f.check(a, "ci", checks.Success, "rob")
+	f.approve(b, "rita", "approve")
+	f.approve(b, "ada", "approve")
+	f.check(b, "ci", checks.Failure, "rob")
+	f.approve(c, "bob", "request-changes")
+	tips, err := f.bare.Refs(f.ctx, "refs/heads/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []patches.Patch
+	for _, id := range []string{a, b, c} {
+		ps = append(ps, mustGet(t, f, id))
+	}
+	byPatch, err := checks.OfPatches(f.ctx, f.db.R(), "demo.git", []string{a, b, c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byPatch[a][1]) != 1 || len(byPatch[b][1]) != 1 || len(byPatch[c]) != 0 {
+		t.Fatalf("checks.OfPatches = %v", byPatch)
+	}
+	got, err := f.gate.ListStatuses(f.ctx, f.db.R(), "demo.git", ps, tips, byPatch)
+	if err != nil || len(got) != len(ps) {
+		t.Fatalf("ListStatuses: %v, %v", got, err)
+	}
+	for i, p := range ps {
+		fs, err := f.gate.facts(f.ctx, f.db.R(), p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := listStatus(fs, tips); !reflect.DeepEqual(got[i], want) {
+			t.Errorf("patch %d:\n got %+v\nwant %+v", i+1, got[i], want)
+		}
+	}
+	if !got[0].Submittable || got[1].Submittable || got[2].Submittable {
+		t.Errorf("submittable: %v %v %v", got[0].Submittable, got[1].Submittable, got[2].Submittable)
 	}
 }
