@@ -69,28 +69,47 @@ func (s *Service) FindPatches(ctx context.Context, who Actor, in FindPatches) ([
 			keys = append(keys, r.Name)
 		}
 	}
+	out, err := s.findPatches(ctx, keys, in.ID, state, in.Limit)
+	// git-review -d turns its argument into a change by lstrip('/c'),
+	// meant for URLs like /c/123: an id that starts with 'c' (one in
+	// sixteen) reaches the query without its leading c's. Where nothing
+	// matches, the id with them put back is looked for. A patch whose own
+	// id starts with the stripped form still wins: for git-review's
+	// 8-digit prefix, a 1 in 16^7 chance per patch.
+	for id := "c" + in.ID; err == nil && len(out) == 0 && in.ID != "" && in.ID[0] != 'c' && len(id) <= ids.MaxLen; id = "c" + id {
+		out, err = s.findPatches(ctx, keys, id, state, in.Limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// findPatches is FindPatches' search of the repositories keys, for the
+// patch id names (a prefix) or else every patch in state.
+func (s *Service) findPatches(ctx context.Context, keys []string, id, state string, limit int) ([]review.Listed, error) {
 	out := []review.Listed{}
 	err := s.DB.Read(ctx, func(tx store.Tx) error {
 		for _, key := range keys {
-			if len(out) == in.Limit {
+			if len(out) == limit {
 				return nil
 			}
 			var found []patches.Patch
-			if in.ID == "" {
-				list, err := patches.List(ctx, tx, key, state, in.Limit-len(out), "")
+			if id == "" {
+				list, err := patches.List(ctx, tx, key, state, limit-len(out), "")
 				if err != nil {
 					return err
 				}
 				found = list
 			} else {
-				id, err := patches.Resolve(ctx, tx, key, in.ID)
+				full, err := patches.Resolve(ctx, tx, key, id)
 				if fault.KindOf(err) == fault.NotFound {
 					continue
 				}
 				if err != nil {
 					return err
 				}
-				p, err := patches.Get(ctx, tx, key, id)
+				p, err := patches.Get(ctx, tx, key, full)
 				if err != nil {
 					return err
 				}
@@ -104,8 +123,5 @@ func (s *Service) FindPatches(ctx context.Context, who Actor, in FindPatches) ([
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }

@@ -17,6 +17,9 @@ func TestFindPatches(t *testing.T) {
 	const p1 = "1111111111111111111111111111111111111111"
 	const p2 = "2222222222222222222222222222222222222222"
 	const other = "1111aaaa11111111111111111111111111111111"
+	// git-review -d sends an id that starts with c's without them.
+	const cc = "cc3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d"
+	const ccTwin = "3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d3d"
 	err := w.s.DB.Write(w.ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
 			"INSERT INTO repos(name, created_at) VALUES ('secret.git', 'x')",
@@ -30,6 +33,8 @@ func TestFindPatches(t *testing.T) {
 			{Repo: "demo.git", ID: p1, Title: "one", Author: "alice", Base: "main"},
 			{Repo: "demo.git", ID: p2, Title: "two", Author: "bob", Base: "main"},
 			{Repo: "secret.git", ID: other, Title: "hidden", Author: "root", Base: "main"},
+			{Repo: "demo.git", ID: cc, Title: "see", Author: "alice", Base: "main"},
+			{Repo: "secret.git", ID: ccTwin, Title: "hidden twin", Author: "root", Base: "main"},
 		} {
 			if _, err := patches.Create(w.ctx, tx, n, w.now); err != nil {
 				return err
@@ -52,9 +57,9 @@ func TestFindPatches(t *testing.T) {
 		want string // the ids found, in order
 		kind fault.Kind
 	}{
-		{"a project's patches, newest first", "carol", FindPatches{Repo: "demo", Limit: 500}, p2 + " " + p1, 0},
-		{"status", "carol", FindPatches{Repo: "demo", State: "OPEN", Limit: 500}, p1, 0},
-		{"limit", "carol", FindPatches{Repo: "demo", Limit: 1}, p2, 0},
+		{"a project's patches, newest first", "carol", FindPatches{Repo: "demo", Limit: 500}, cc + " " + p2 + " " + p1, 0},
+		{"status", "carol", FindPatches{Repo: "demo", State: "OPEN", Limit: 500}, cc + " " + p1, 0},
+		{"limit", "carol", FindPatches{Repo: "demo", Limit: 1}, cc, 0},
 		{"a change in every readable repository", "carol", FindPatches{ID: "1111", Limit: 500}, p1, 0},
 		{"the admin reads both", "root", FindPatches{ID: p1, Limit: 500}, p1, 0},
 		{"by prefix in another repository", "root", FindPatches{ID: "1111aa", Limit: 500}, other, 0},
@@ -64,6 +69,10 @@ func TestFindPatches(t *testing.T) {
 		{"a missing project matches nothing", "carol", FindPatches{Repo: "nope", Limit: 500}, "", 0},
 		{"an unreadable change matches nothing", "carol", FindPatches{ID: other, Limit: 500}, "", 0},
 		{"no change by that id", "carol", FindPatches{ID: "abcdef12", Limit: 500}, "", 0},
+		{"an id git-review stripped of its c's", "carol", FindPatches{ID: cc[2:], Limit: 500}, cc, 0},
+		{"a prefix stripped of its c's", "carol", FindPatches{ID: cc[2:10], Limit: 500}, cc, 0},
+		{"an id that matches as it is wins", "root", FindPatches{ID: cc[2:10], Limit: 500}, ccTwin, 0},
+		{"an id sent with its c's", "carol", FindPatches{ID: cc, Limit: 500}, cc, 0},
 		{"neither project nor change", "carol", FindPatches{Limit: 500}, "", fault.Usage},
 		{"bad state", "carol", FindPatches{Repo: "demo", State: "draft", Limit: 500}, "", fault.Usage},
 		{"bad limit", "carol", FindPatches{Repo: "demo", Limit: 0}, "", fault.Usage},
