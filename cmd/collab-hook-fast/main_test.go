@@ -83,46 +83,51 @@ func TestPreReceive(t *testing.T) {
 	zero := strings.Repeat("0", 40)
 
 	lim := pushlimit.Defaults()
-	stamp := func(level access.Level, at time.Time, rules map[string]pushcheck.Rule) []string {
-		return hookenv.Handoff{Principal: "alice", Root: root,
-			Checked: hookenv.Check{Level: level, Repo: "demo.git", At: at}, Limits: &lim, Rules: rules}.Encode()
+	// A stamp made as the case runs, ago before it: however slow the
+	// machine, only the stale case is older than CheckedFresh.
+	stamp := func(level access.Level, ago time.Duration, rules map[string]pushcheck.Rule, more ...string) func() []string {
+		return func() []string {
+			h := hookenv.Handoff{Principal: "alice", Root: root,
+				Checked: hookenv.Check{Level: level, Repo: "demo.git", At: time.Now().Add(-ago)}, Limits: &lim, Rules: rules}
+			return append(h.Encode(), more...)
+		}
 	}
-	now := time.Now()
+	env := func(kv ...string) func() []string { return func() []string { return kv } }
 	protected := map[string]pushcheck.Rule{"main": {Branch: "main"}}
 	adminPush := map[string]pushcheck.Rule{"main": {Branch: "main", AdminPush: true}}
 	for _, tc := range []struct {
 		name   string
-		env    []string
+		env    func() []string
 		stdin  string
 		code   int
 		stderr string // a line it must hold ("" : none at all)
 	}{
-		{"stamped, no rules", stamp(access.Write, now, map[string]pushcheck.Rule{}), one + " " + two + " refs/heads/main\n", 0, ""},
-		{"stamped, new branch", stamp(access.Write, now, protected), zero + " " + two + " refs/heads/topic\n", 0, ""},
-		{"protected main, writer", stamp(access.Write, now, protected), one + " " + two + " refs/heads/main\n", 1,
+		{"stamped, no rules", stamp(access.Write, 0, map[string]pushcheck.Rule{}), one + " " + two + " refs/heads/main\n", 0, ""},
+		{"stamped, new branch", stamp(access.Write, 0, protected), zero + " " + two + " refs/heads/topic\n", 0, ""},
+		{"protected main, writer", stamp(access.Write, 0, protected), one + " " + two + " refs/heads/main\n", 1,
 			"collab: branch main is protected: push to refs/for/main and use patch submit"},
-		{"protected main, admin may push", stamp(access.Admin, now, adminPush), one + " " + two + " refs/heads/main\n", 0, ""},
-		{"protected main, admin rewinds", stamp(access.Admin, now, adminPush), two + " " + one + " refs/heads/main\n", 1,
+		{"protected main, admin may push", stamp(access.Admin, 0, adminPush), one + " " + two + " refs/heads/main\n", 0, ""},
+		{"protected main, admin rewinds", stamp(access.Admin, 0, adminPush), two + " " + one + " refs/heads/main\n", 1,
 			"collab: cannot force-push protected branch main"},
-		{"protected main, delete", stamp(access.Admin, now, protected), two + " " + zero + " refs/heads/main\n", 1,
+		{"protected main, delete", stamp(access.Admin, 0, protected), two + " " + zero + " refs/heads/main\n", 1,
 			"collab: cannot delete protected branch main"},
-		{"refs/collab", stamp(access.Admin, now, map[string]pushcheck.Rule{}), zero + " " + two + " refs/collab/x\n", 1,
+		{"refs/collab", stamp(access.Admin, 0, map[string]pushcheck.Rule{}), zero + " " + two + " refs/collab/x\n", 1,
 			"collab: cannot create refs/collab/x"},
-		{"unknown push option", append(stamp(access.Write, now, map[string]pushcheck.Rule{}), "GIT_PUSH_OPTION_COUNT=1", "GIT_PUSH_OPTION_0=bogus"),
+		{"unknown push option", stamp(access.Write, 0, map[string]pushcheck.Rule{}, "GIT_PUSH_OPTION_COUNT=1", "GIT_PUSH_OPTION_0=bogus"),
 			zero + " " + two + " refs/for/main\n", 1, "collab: unknown push option"},
-		{"bad input", stamp(access.Write, now, map[string]pushcheck.Rule{}), "not a line\n", 1, "collab: internal error"}, // git never sends one,
+		{"bad input", stamp(access.Write, 0, map[string]pushcheck.Rule{}), "not a line\n", 1, "collab: internal error"}, // git never sends one,
 		// Not covered by the stamp: collab-hook decides.
-		{"no stamp", []string{"COLLAB_PRINCIPAL=alice"}, one + " " + two + " refs/heads/main\n", 42,
+		{"no stamp", env("COLLAB_PRINCIPAL=alice"), one + " " + two + " refs/heads/main\n", 42,
 			"collab-hook ran: --root " + root + " hook pre-receive"},
-		{"stale stamp", stamp(access.Write, now.Add(-hookenv.CheckedFresh-time.Minute), protected), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
-		{"read access only", stamp(access.Read, now, protected), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
-		{"rules not handed off", stamp(access.Write, now, nil), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
-		{"local push", nil, one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"stale stamp", stamp(access.Write, hookenv.CheckedFresh+time.Minute, protected), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"read access only", stamp(access.Read, 0, protected), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"rules not handed off", stamp(access.Write, 0, nil), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
+		{"local push", env(), one + " " + two + " refs/heads/main\n", 42, "collab-hook ran"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", root, "hook", "pre-receive")
 			cmd.Dir = repo
-			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GIT_DIR=.", "COLLAB_JOURNAL_SOCKET=" + filepath.Join(root, "no-journal")}, tc.env...)
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "GIT_DIR=.", "COLLAB_JOURNAL_SOCKET=" + filepath.Join(root, "no-journal")}, tc.env()...)
 			cmd.Stdin = strings.NewReader(tc.stdin)
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
