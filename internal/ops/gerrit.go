@@ -69,15 +69,15 @@ func (s *Service) FindPatches(ctx context.Context, who Actor, in FindPatches) ([
 			keys = append(keys, r.Name)
 		}
 	}
-	out, err := s.findPatches(ctx, keys, in.ID, state, in.Limit)
+	out, err := s.findPatches(ctx, keys, in.ID, state, in.Limit, patches.Resolve)
 	// git-review -d turns its argument into a change by lstrip('/c'),
 	// meant for URLs like /c/123: an id that starts with 'c' (one in
 	// sixteen) reaches the query without its leading c's. Where nothing
-	// matches, the id with them put back is looked for. A patch whose own
-	// id starts with the stripped form still wins: for git-review's
-	// 8-digit prefix, a 1 in 16^7 chance per patch.
-	for id := "c" + in.ID; err == nil && len(out) == 0 && in.ID != "" && in.ID[0] != 'c' && len(id) <= ids.MaxLen; id = "c" + id {
-		out, err = s.findPatches(ctx, keys, id, state, in.Limit)
+	// matches, the ids that are c's and then the one sent are looked for.
+	// A patch whose own id starts with the stripped form still wins: for
+	// git-review's 8-digit prefix, a 1 in 16^7 chance per patch.
+	if err == nil && len(out) == 0 && in.ID != "" && in.ID[0] != 'c' {
+		out, err = s.findPatches(ctx, keys, in.ID, state, in.Limit, patches.ResolveStripped)
 	}
 	if err != nil {
 		return nil, err
@@ -86,8 +86,10 @@ func (s *Service) FindPatches(ctx context.Context, who Actor, in FindPatches) ([
 }
 
 // findPatches is FindPatches' search of the repositories keys, for the
-// patch id names (a prefix) or else every patch in state.
-func (s *Service) findPatches(ctx context.Context, keys []string, id, state string, limit int) ([]review.Listed, error) {
+// patch id names (a prefix, found by resolve) or else every patch in
+// state.
+func (s *Service) findPatches(ctx context.Context, keys []string, id, state string, limit int,
+	resolve func(context.Context, store.Querier, string, string) (string, error)) ([]review.Listed, error) {
 	out := []review.Listed{}
 	err := s.DB.Read(ctx, func(tx store.Tx) error {
 		for _, key := range keys {
@@ -102,7 +104,7 @@ func (s *Service) findPatches(ctx context.Context, keys []string, id, state stri
 				}
 				found = list
 			} else {
-				full, err := patches.Resolve(ctx, tx, key, id)
+				full, err := resolve(ctx, tx, key, id)
 				if fault.KindOf(err) == fault.NotFound {
 					continue
 				}

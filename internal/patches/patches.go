@@ -111,6 +111,14 @@ func Resolve(ctx context.Context, q store.Querier, repo, prefix string) (string,
 		"SELECT id FROM patches WHERE repo = ? AND id >= ? AND id < ? ORDER BY id LIMIT 11", repo)
 }
 
+// ResolveStripped is Resolve for a prefix sent without the id's leading
+// c's, as git-review -d sends any argument (lstrip('/c'), meant for URLs
+// like /c/123): the patch whose id is one or more c's and then prefix.
+func ResolveStripped(ctx context.Context, q store.Querier, repo, prefix string) (string, error) {
+	return store.Resolve(ctx, q, "patch", prefix,
+		"SELECT id FROM patches WHERE repo = ? AND id >= 'c' AND id < 'd' AND ltrim(id, 'c') >= ? AND ltrim(id, 'c') < ? ORDER BY id LIMIT 11", repo)
+}
+
 const patchCols = `seq, id, repo, title, description, topic, draft, state, author, base,
 	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at,
 	COALESCE(merged_strategy, 'push'), merged_submitted`
