@@ -164,39 +164,43 @@ func OfPatches(ctx context.Context, q store.Querier, repo string, ids []string) 
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	err := store.Each(ctx, q, `SELECT patch_id, revision, name, state, url, summary, by, updated_at FROM checks
-		WHERE repo = ? AND patch_id IN (?`+strings.Repeat(", ?", len(ids)-1)+`) ORDER BY patch_id, revision, name`, args,
-		func(rows *sql.Rows) error {
-			var id string
-			var c Check
-			if err := rows.Scan(&id, &c.Revision, &c.Name, &c.State, &c.URL, &c.Summary, &c.By, &c.UpdatedAt); err != nil {
-				return err
-			}
-			if out[id] == nil {
-				out[id] = map[int][]Check{}
-			}
-			out[id][c.Revision] = append(out[id][c.Revision], c)
-			return nil
-		})
+	err := each(ctx, q, "WHERE repo = ? AND patch_id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args, func(id string, c Check) {
+		if out[id] == nil {
+			out[id] = map[int][]Check{}
+		}
+		out[id][c.Revision] = append(out[id][c.Revision], c)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("read checks: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
 
 func read(ctx context.Context, q store.Querier, where string, args ...any) ([]Check, error) {
 	out := []Check{}
-	err := store.Each(ctx, q, `SELECT revision, name, state, url, summary, by, updated_at FROM checks `+where+` ORDER BY revision, name`, args,
+	err := each(ctx, q, where, args, func(_ string, c Check) { out = append(out, c) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// each hands fn the checks where says, with their patch's id, by patch,
+// revision and name.
+func each(ctx context.Context, q store.Querier, where string, args []any, fn func(patchID string, c Check)) error {
+	err := store.Each(ctx, q, `SELECT patch_id, revision, name, state, url, summary, by, updated_at FROM checks `+where+
+		` ORDER BY patch_id, revision, name`, args,
 		func(rows *sql.Rows) error {
+			var id string
 			var c Check
-			if err := rows.Scan(&c.Revision, &c.Name, &c.State, &c.URL, &c.Summary, &c.By, &c.UpdatedAt); err != nil {
+			if err := rows.Scan(&id, &c.Revision, &c.Name, &c.State, &c.URL, &c.Summary, &c.By, &c.UpdatedAt); err != nil {
 				return err
 			}
-			out = append(out, c)
+			fn(id, c)
 			return nil
 		})
 	if err != nil {
-		return nil, fmt.Errorf("read checks: %w", err)
+		return fmt.Errorf("read checks: %w", err)
 	}
-	return out, nil
+	return nil
 }
