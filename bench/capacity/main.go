@@ -47,11 +47,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/collab-forge/collab/bench/internal/build"
 )
 
 type options struct {
@@ -145,7 +146,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	bin := o.bin
 	if bin == "" {
 		bin = filepath.Join(work, "bin")
-		if err := build(ctx, bin); err != nil {
+		if err := build.All(bin); err != nil {
 			return err
 		}
 	}
@@ -238,18 +239,6 @@ func runMix(ctx context.Context, f *forge, m *mix, cores int, o options, deadlin
 		}
 	}
 	return knee{mix: m.name, cores: cores, level: best, one: one, load: load}, false, nil
-}
-
-// build compiles both binaries as make build does: static, without
-// urfave's documentation generator.
-func build(ctx context.Context, dir string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "urfave_cli_no_docs", "-o", dir+"/",
-		"github.com/collab-forge/collab/cmd/collab-hook", "github.com/collab-forge/collab/cmd/collab-web")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, out)
-	}
-	return nil
 }
 
 func cpuList(cores int) string {

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collab-forge/collab/bench/internal/build"
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/store"
@@ -60,9 +61,9 @@ func run(n, nRepos, runs int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	bin := filepath.Join(work, "collab-hook")
-	if out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/collab-hook").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v: %s", err, out)
+	bin, err := build.Hook(work)
+	if err != nil {
+		return err
 	}
 	root := filepath.Join(work, "root")
 	hook := func(args ...string) error {

@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/collab-forge/collab/bench/internal/build"
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/store"
@@ -74,13 +75,9 @@ func run(n, procs, rounds int, bin, dir string) error {
 		return nil
 	}
 	if bin == "" {
-		bin = filepath.Join(work, "collab-hook")
-		// Built as make build does: static, without urfave's doc generator.
-		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/collab-forge/collab/cmd/collab-hook")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("build collab-hook: %v\n%s", err, out)
+		var err error
+		if bin, err = build.Hook(work); err != nil {
+			return err
 		}
 	}
 	return race(bin, filepath.Join(work, "root"), procs, rounds)

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/collab-forge/collab/bench/internal/build"
 )
 
 func main() {
@@ -78,11 +80,9 @@ func run(n int) error {
 		return err
 	}
 	defer os.RemoveAll(w)
-	bin := filepath.Join(w, "collab-hook")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/collab-hook")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v: %s", err, out)
+	bin, err := build.Hook(w)
+	if err != nil {
+		return err
 	}
 	root, work, plain := filepath.Join(w, "root"), filepath.Join(w, "work"), filepath.Join(w, "plain.git")
 	home := filepath.Join(w, "home")

@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collab-forge/collab/bench/internal/build"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -92,12 +93,8 @@ func run(o options) error {
 	defer os.RemoveAll(w)
 	bin := prebuilt
 	if bin == "" {
-		bin = filepath.Join(w, "collab-hook")
-		// Built as make build does: static, without urfave's doc generator.
-		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/collab-hook")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("build: %v: %s", err, out)
+		if bin, err = build.Hook(w); err != nil {
+			return err
 		}
 	} else if bin, err = filepath.Abs(bin); err != nil {
 		return err

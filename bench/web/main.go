@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/collab-forge/collab/bench/internal/build"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/store"
@@ -67,14 +68,13 @@ func budgets(bin string, reps int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	hook := filepath.Join(work, "collab-hook")
-	if out, err := exec.Command("go", "build", "-o", hook, "github.com/collab-forge/collab/cmd/collab-hook").CombinedOutput(); err != nil {
-		return fmt.Errorf("build collab-hook: %v\n%s", err, out)
+	hook, err := build.Hook(work)
+	if err != nil {
+		return err
 	}
 	if bin == "" {
-		bin = filepath.Join(work, "collab-web")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/collab-forge/collab/cmd/collab-web").CombinedOutput(); err != nil {
-			return fmt.Errorf("build collab-web: %v\n%s", err, out)
+		if bin, err = build.Web(work); err != nil {
+			return err
 		}
 	}
 	return runBudgets(work, hook, bin, reps)
@@ -88,9 +88,8 @@ func run(nIssues, nComments, n int, bin string) error {
 	}
 	defer os.RemoveAll(work)
 	if bin == "" {
-		bin = filepath.Join(work, "collab-web")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/collab-forge/collab/cmd/collab-web").CombinedOutput(); err != nil {
-			return fmt.Errorf("build collab-web: %v\n%s", err, out)
+		if bin, err = build.Web(work); err != nil {
+			return err
 		}
 	}
 	root, err := forge.New(filepath.Join(work, "root"))
