@@ -49,6 +49,9 @@ const (
 type Repo struct {
 	Dir  string
 	Mode Mode
+	// env is the hook's environment for Hook mode when it is not this
+	// process's (InHookEnv: serve running a hook it relays).
+	env []string
 	// extra are variables collab sets itself for every command of this
 	// Repo (With); they win over the environment.
 	extra []string
@@ -59,6 +62,12 @@ func Open(dir string) Repo { return Repo{Dir: dir} }
 
 // InHook returns the repository at dir run with the hook's environment.
 func InHook(dir string) Repo { return Repo{Dir: dir, Mode: Hook} }
+
+// InHookEnv returns the repository at dir run with env, the environment
+// git gave a hook that another process runs (internal/relay).
+func InHookEnv(dir string, env []string) Repo {
+	return Repo{Dir: dir, Mode: Hook, env: append([]string{}, env...)}
+}
 
 // With returns r with the variables kv ("NAME=value") added to every
 // command's environment. Only collab's own values belong here.
@@ -94,9 +103,12 @@ func CleanEnv(environ []string) []string {
 // Env returns the environment git gets from r.
 func (r Repo) Env() []string {
 	var env []string
-	if r.Mode == Hook {
+	switch {
+	case r.Mode == Hook && r.env != nil:
+		env = append([]string(nil), r.env...)
+	case r.Mode == Hook:
 		env = os.Environ()
-	} else {
+	default:
 		env = CleanEnv(os.Environ())
 	}
 	return append(env, r.extra...)

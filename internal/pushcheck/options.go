@@ -209,14 +209,18 @@ func line(what, v string, limit int) error {
 
 // EnvOptions reads the push options git hands pre- and post-receive in
 // GIT_PUSH_OPTION_COUNT and GIT_PUSH_OPTION_0….
-func EnvOptions() []string {
-	n, err := strconv.Atoi(os.Getenv("GIT_PUSH_OPTION_COUNT"))
+func EnvOptions() []string { return OptionsOf(os.Getenv) }
+
+// OptionsOf is EnvOptions read through getenv: a hook's environment
+// that is not this process's.
+func OptionsOf(getenv func(string) string) []string {
+	n, err := strconv.Atoi(getenv("GIT_PUSH_OPTION_COUNT"))
 	if err != nil || n <= 0 {
 		return nil
 	}
 	out := make([]string, 0, n)
 	for i := 0; i < n; i++ {
-		out = append(out, os.Getenv(fmt.Sprintf("GIT_PUSH_OPTION_%d", i)))
+		out = append(out, getenv(fmt.Sprintf("GIT_PUSH_OPTION_%d", i)))
 	}
 	return out
 }

@@ -107,15 +107,24 @@ func BaseOf(ref string) (string, error) {
 // the root's repos directory, and returns its key, with symlinks resolved
 // on both sides before comparing.
 func RepoDir(reposDir string) (key, dir string, err error) {
-	d := os.Getenv("GIT_DIR")
-	if d == "" {
-		d = "."
-	}
-	abs, err := filepath.Abs(d)
+	wd, err := os.Getwd()
 	if err != nil {
 		return "", "", fmt.Errorf("find repository: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	return RepoDirOf(reposDir, wd, os.Getenv("GIT_DIR"))
+}
+
+// RepoDirOf is RepoDir for a hook that ran in wd with GIT_DIR gitDir
+// ("" as unset): one whose process is not this one.
+func RepoDirOf(reposDir, wd, gitDir string) (key, dir string, err error) {
+	d := gitDir
+	if d == "" {
+		d = "."
+	}
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(wd, d)
+	}
+	real, err := filepath.EvalSymlinks(d)
 	if err != nil {
 		return "", "", fmt.Errorf("find repository: %w", err)
 	}

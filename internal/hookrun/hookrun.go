@@ -1,0 +1,225 @@
+// Package hookrun runs one of collab's repository hooks: what
+// "collab-hook hook NAME" does in the process git starts, and what serve
+// does for a hook of the push it is serving when the hook relays itself to
+// serve (internal/relay), which has the database open already.
+package hookrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/ops"
+	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/pushcheck"
+	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
+)
+
+// Names are the hooks Run knows: git's three, and the detached merge scan
+// post-receive starts for updates too big to scan while the pusher waits.
+var Names = []string{"pre-receive", "proc-receive", "post-receive", "merge-scan"}
+
+// Hook is one run of a hook.
+type Hook struct {
+	Name string
+	Root forge.Root
+	// URL overrides the root's url setting ("" keeps it).
+	URL string
+	// Environ is the environment git gave the hook: serve's hand-off,
+	// the push's quarantine and push options. Dir is where git ran it
+	// (GIT_DIR is relative to it).
+	Environ []string
+	Dir     string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Log     *slog.Logger
+	// DB is an open database (serve's); nil: Run opens one where the
+	// hook needs it and closes it.
+	DB *store.DB
+	// Repo, when set, is the repository key the hook must be about:
+	// serve relaying a hook of the push it serves.
+	Repo string
+}
+
+// Run runs h and returns its exit code. Refusals and failures are one
+// "collab: …" line on h.Stderr (the pusher sees it as remote:), the
+// detail goes to h.Log.
+func Run(ctx context.Context, h Hook) int {
+	// One hook run, one wait for the writer lock however often it writes.
+	ctx = store.WithWaitBudget(ctx)
+	start := time.Now()
+	getenv := lookup(h.Environ)
+	hand := hookenv.Decode(getenv)
+	var key string // REPO on every entry once the repository is known
+	defer func() {
+		// A hook that wrote says how long it queued for and held the
+		// writer lock: the serial part of a push.
+		if u := store.LockUseOf(ctx); u.Writes > 0 {
+			attrs := append([]any{"PRINCIPAL", hand.Principal, "REPO", key, "OUTCOME", "wrote", "DURATION_MS", time.Since(start).Milliseconds()}, u.Attrs()...)
+			h.Log.Info(h.Name+" lock", attrs...)
+		}
+	}()
+	fail := func(err error) int {
+		l := h.Log
+		if key != "" {
+			l = l.With("REPO", key)
+		}
+		l.Error(h.Name, "PRINCIPAL", hand.Principal, "OUTCOME", "error", "error", err.Error())
+		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
+		return 1
+	}
+	key, dir, err := pushcheck.RepoDirOf(h.Root.ReposDir(), h.Dir, getenv("GIT_DIR"))
+	if err != nil {
+		return fail(err)
+	}
+	if h.Repo != "" && key != h.Repo {
+		return fail(fault.New(fault.Denied, "hook of %s relayed by the push to %s", key, h.Repo))
+	}
+	var us []push.Update
+	if h.Name != "proc-receive" {
+		if us, err = pushcheck.ReadUpdates(h.Stdin); err != nil {
+			return fail(err)
+		}
+		if h.Name != "pre-receive" && !pushcheck.MovesBranches(us) {
+			return 0 // a refs/for push: nothing for the merge scan
+		}
+	}
+	// Where serve has just checked write access and handed off the push
+	// limits and branch rules (collab-hook-fast decides such a push
+	// itself where it is installed), or the push is local (the
+	// operator's: its refs and options are not limited), pre-receive asks
+	// the database only for what the hand-off lacks.
+	if hand.Principal == access.Local && h.Name == "pre-receive" {
+		lim := pushlimit.Unlimited()
+		hand.Limits = &lim
+	}
+	checked := h.Name == "pre-receive" && hand.WriteChecked(key, time.Now())
+	g := git.InHook(dir)
+	if h.Environ != nil {
+		g = git.InHookEnv(dir, h.Environ)
+	}
+	e := &push.Env{
+		Root: h.Root, Repo: key, Git: g, DB: h.DB,
+		Principal: hand.Principal, WriteChecked: checked, URL: h.URL,
+		Stderr: h.Stderr, Log: h.Log, Now: time.Now, Limits: hand.Limits,
+	}
+	if h.Name == "pre-receive" && hand.Stamped(key, time.Now()) {
+		e.Rules, e.Level = hand.Rules, hand.Checked.Level
+	}
+	if e.DB == nil && (!checked || hand.Limits == nil || (e.Rules == nil && pushcheck.TouchesBranches(us))) {
+		if e.DB, err = store.OpenShort(ctx, h.Root.DBPath()); err != nil {
+			return fail(fault.Default(err, "forge database unavailable"))
+		}
+		defer e.DB.Close()
+	}
+	if h.Name == "proc-receive" {
+		// Each revision is a write of the pusher's, counted by the rule
+		// every write of a principal passes (the operator's are not).
+		e.CountWrite = (&ops.Service{DB: e.DB, Root: h.Root}).CountWrite
+	}
+	switch h.Name {
+	case "pre-receive":
+		if err := push.PreReceive(ctx, e, us, pushcheck.OptionsOf(getenv)); err != nil {
+			// PreReceive logged it with the refs.
+			fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
+			return 1
+		}
+	case "proc-receive":
+		if err := push.ProcReceive(ctx, e, h.Stdin, h.Stdout); err != nil {
+			return fail(err)
+		}
+	case "post-receive":
+		budget := push.ForegroundBudget
+		if hand.MergeScanBudget > 0 {
+			budget = hand.MergeScanBudget
+		}
+		deferred, err := push.PostReceive(ctx, e, us, budget)
+		if len(deferred) > 0 {
+			if berr := background(h.Root, dir, h.URL, h.Environ, deferred); berr != nil {
+				h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", berr.Error())
+				fmt.Fprintln(e.Stderr, "collab: could not start the background merge scan; run collab-hook fsck")
+			}
+		}
+		if err != nil {
+			return fail(err)
+		}
+	case "merge-scan":
+		// A detached run for updates too big to scan while the pusher
+		// waits: nobody reads its output; it logs.
+		e.Stderr = io.Discard
+		if _, err := push.PostReceive(ctx, e, us, 0); err != nil {
+			h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+			return 1
+		}
+	default:
+		return fail(fmt.Errorf("unknown hook %q", h.Name))
+	}
+	return 0
+}
+
+// lookup is getenv over environ (NAME=value pairs), or os.Getenv for nil.
+func lookup(environ []string) func(string) string {
+	if environ == nil {
+		return os.Getenv
+	}
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// background starts "collab-hook hook merge-scan" for updates in its own
+// session with no terminal and no inherited pipes, so that git (and the
+// pusher) need not wait for it; the update lines go in through a pipe
+// filled before the child starts. environ is the hook's (nil: this
+// process's): the hand-off names the pusher to credit.
+func background(root forge.Root, dir, url string, environ []string, updates []push.Update) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own path: %w", err)
+	}
+	var b strings.Builder
+	for _, u := range updates {
+		fmt.Fprintf(&b, "%s %s %s\n", u.Old, u.New, u.Ref)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if _, err := w.WriteString(b.String()); err != nil {
+		w.Close()
+		return err
+	}
+	w.Close()
+	args := []string{"--root", root.Dir}
+	if url != "" {
+		args = append(args, "--url", url)
+	}
+	cmd := exec.Command(bin, append(args, "hook", "merge-scan")...)
+	cmd.Dir = dir
+	cmd.Env = environ
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
