@@ -1,0 +1,197 @@
+// Package relay hands a hook run from the process git started to serve,
+// the process that started git: serve has checked the pusher, has the
+// database open and stays alive while git-receive-pack runs, so a hook
+// that asks it costs a lean process (collab-hook-fast) instead of a
+// SQLite-linked one that opens the database again.
+//
+// serve makes a socket pair and gives one end to git as fd 3 (FDVar says
+// which); git's hooks inherit it. A hook sends one message on it: the hook
+// name, its working directory and environment, with its stdin, stdout,
+// stderr and a reply socket attached (SCM_RIGHTS). serve runs the hook on
+// those very files and writes the exit code on the reply socket. Only
+// serve's descendants hold the socket, and a message is a whole request
+// (SOCK_SEQPACKET), so concurrent hooks cannot interleave.
+//
+// The package uses only syscall: collab-hook-fast, which asks, must start
+// as fast as an empty Go program.
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// FDVar names the variable with serve's socket's fd number in a hook.
+const FDVar = "COLLAB_HOOK_FD"
+
+// ChildFD is the socket's fd in git (the first of exec.Cmd.ExtraFiles).
+const ChildFD = 3
+
+// MaxRequest bounds a request: a hook's environment is a few KiB.
+const MaxRequest = 128 << 10
+
+// version leads every request, so that a hook from another build that
+// somehow meets this serve is refused rather than misread.
+const version = "collab-relay-1"
+
+// Request is one hook run.
+type Request struct {
+	Hook string
+	// Dir is the hook's working directory; Env its whole environment.
+	Dir string
+	Env []string
+}
+
+func (r Request) encode() ([]byte, error) {
+	parts := append([]string{version, r.Hook, r.Dir}, r.Env...)
+	for _, p := range parts {
+		if strings.IndexByte(p, 0) >= 0 {
+			return nil, errors.New("relay: NUL in request")
+		}
+	}
+	b := []byte(strings.Join(parts, "\x00"))
+	if len(b) > MaxRequest {
+		return nil, fmt.Errorf("relay: request of %d bytes, at most %d", len(b), MaxRequest)
+	}
+	return b, nil
+}
+
+func decode(b []byte) (Request, error) {
+	parts := strings.Split(string(b), "\x00")
+	if len(parts) < 3 || parts[0] != version {
+		return Request{}, errors.New("relay: not a request of this version")
+	}
+	return Request{Hook: parts[1], Dir: parts[2], Env: parts[3:]}, nil
+}
+
+// ErrNotSent is an Ask that sent nothing: the caller may run the hook
+// itself.
+var ErrNotSent = errors.New("relay: not sent")
+
+// Ask hands the hook run req, with this process's stdin, stdout and
+// stderr, to serve over the socket fd and returns the hook's exit code.
+// An error wrapping ErrNotSent means serve got nothing (no such socket,
+// serve gone); any other means it may have run the hook.
+func Ask(fd int, req Request) (int, error) {
+	if t, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE); err != nil || t != syscall.SOCK_SEQPACKET {
+		return 0, fmt.Errorf("%w: fd %d is not serve's socket", ErrNotSent, fd)
+	}
+	msg, err := req.encode()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNotSent, err)
+	}
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNotSent, err)
+	}
+	defer syscall.Close(pair[0])
+	rights := syscall.UnixRights(0, 1, 2, pair[1])
+	err = syscall.Sendmsg(fd, msg, rights, nil, syscall.MSG_NOSIGNAL)
+	syscall.Close(pair[1])
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNotSent, err)
+	}
+	var b [1]byte
+	for {
+		n, err := syscall.Read(pair[0], b[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n != 1 {
+			return 0, errors.New("the forge stopped while it ran the hook")
+		}
+		return int(b[0]), nil
+	}
+}
+
+// Handler runs one relayed hook on the hook's own files and returns its
+// exit code.
+type Handler func(req Request, stdin, stdout, stderr *os.File) int
+
+// Server answers the requests of one git process's hooks.
+type Server struct {
+	fd       int
+	done     chan struct{}
+	handlers sync.WaitGroup
+}
+
+// Pair makes the socket pair: child goes to git (exec.Cmd.ExtraFiles,
+// which makes it ChildFD); the caller closes its copy once git started.
+func Pair() (child *os.File, s *Server, err error) {
+	p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("relay socket: %w", err)
+	}
+	return os.NewFile(uintptr(p[1]), "relay"), &Server{fd: p[0], done: make(chan struct{})}, nil
+}
+
+// Serve answers requests with h until Close, each in its own goroutine.
+func (s *Server) Serve(h Handler) {
+	defer close(s.done)
+	buf := make([]byte, MaxRequest+1)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	for {
+		n, oobn, flags, _, err := syscall.Recvmsg(s.fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || (n == 0 && oobn == 0) {
+			return // Close shut the socket down
+		}
+		files := rights(oob[:oobn])
+		req, err := decode(buf[:n])
+		if err != nil || len(files) != 4 || flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
+			// Nothing runs; the reply socket's close tells the hook.
+			closeAll(files)
+			continue
+		}
+		s.handlers.Add(1)
+		go func() {
+			defer s.handlers.Done()
+			defer closeAll(files)
+			code := h(req, files[0], files[1], files[2])
+			if code < 0 || code > 255 {
+				code = 1
+			}
+			_, _ = files[3].Write([]byte{byte(code)})
+		}()
+	}
+}
+
+// Close stops Serve and waits for the hooks it is running: their work
+// is the push's, even where the hook process was killed meanwhile.
+func (s *Server) Close() {
+	_ = syscall.Shutdown(s.fd, syscall.SHUT_RDWR)
+	<-s.done
+	s.handlers.Wait()
+	_ = syscall.Close(s.fd)
+}
+
+// rights are the files a message carried.
+func rights(oob []byte) []*os.File {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "relayed"))
+		}
+	}
+	return files
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
