@@ -1,23 +1,26 @@
-// Command collab-hook-fast is collab-hook for the two commands that run on
-// every ssh login and every push and need no database: sshd's
-// AuthorizedKeysCommand (keys-command, answered from the key index) and the
-// pre-receive hook of a push whose serve hand-off covers it
-// (hookenv.Handoff.Stamped: write access, push limits and branch rules,
-// read by serve moments before). It links no SQLite driver and no
+// Command collab-hook-fast is collab-hook for the commands that run on
+// every ssh login and every push: sshd's AuthorizedKeysCommand
+// (keys-command, answered from the key index), the pre-receive hook of a
+// push whose serve hand-off covers it (hookenv.Handoff.Stamped: write
+// access, push limits and branch rules, read by serve moments before),
+// and proc-receive and post-receive of a push through serve, which it
+// hands to that serve (internal/relay). It links no SQLite driver and no
 // command-line framework, so it starts in about the time of an empty Go
 // program, where collab-hook takes twice that; TestFastDeps keeps it so.
 //
 // Whatever it cannot decide alone (no usable key index, a push serve did
-// not stamp, any other command line) it hands to collab-hook, the binary
+// not stamp, a hook no serve takes, any other command line) it hands to collab-hook, the binary
 // beside it, by exec with the same arguments: the answer is always
 // collab-hook's, only sometimes sooner.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -30,6 +33,7 @@ import (
 	"github.com/collab-forge/collab/internal/keyindex"
 	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/pushcheck"
+	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -56,6 +60,10 @@ func run(ctx context.Context, args []string) int {
 		}
 	case c.Cmd == "hook" && c.Args[0] == "pre-receive":
 		if done, code := preReceive(ctx, c); done {
+			return code
+		}
+	case c.Cmd == "hook" && (c.Args[0] == "proc-receive" || c.Args[0] == "post-receive"):
+		if done, code := relayed(c.Args[0]); done {
 			return code
 		}
 	}
@@ -91,6 +99,29 @@ func keysCommand(c fastpath.Call, full string) (done bool, code int) {
 		}
 	}
 	return true, 0
+}
+
+// relayed hands the hook to the serve that started this push's
+// receive-pack (internal/relay), which runs it with the database it has
+// open; done is false where no serve got it (a local push, serve gone).
+func relayed(hook string) (done bool, code int) {
+	fd, err := strconv.Atoi(os.Getenv(relay.FDVar))
+	if err != nil {
+		return false, 0
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return false, 0
+	}
+	code, err = relay.Ask(fd, relay.Request{Hook: hook, Dir: wd, Env: os.Environ()})
+	switch {
+	case errors.Is(err, relay.ErrNotSent):
+		return false, 0
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "collab: %v\n", err)
+		return true, 1
+	}
+	return true, code
 }
 
 // preReceive decides a push serve stamped (pushcheck.Check, as collab-hook

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"syscall"
 	"time"
 
@@ -53,9 +55,29 @@ func runServe(ctx context.Context, g globals, as string) error {
 			_ = closeLog()
 			return syscall.Exec(path, argv, env)
 		},
+		Spawn: spawn,
 	})
 	if code == 0 {
 		return nil
 	}
 	return cli.Exit("", code)
+}
+
+// spawn runs git with serve's own stdin, stdout and stderr (the ssh
+// channel) and files as fds 3 and up, and waits for it. A git killed by a
+// signal exits 128+signal, as a shell reports it.
+func spawn(path string, argv, env []string, files []*os.File) (int, error) {
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ExtraFiles: files}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	case err != nil:
+		return 0, err
+	}
+	return 0, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/relay"
 )
 
 // The variables of the hand-off.
@@ -76,7 +77,7 @@ type Check struct {
 // have put it).
 func Owned(name string) bool {
 	switch name {
-	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar:
+	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, relay.FDVar:
 		return true
 	}
 	return false

@@ -145,12 +145,14 @@ func Config() [][2]string { return append([][2]string(nil), gitConfig...) }
 const ShimMode = 0o750
 
 // FastBinary is the lean collab-hook (cmd/collab-hook-fast) that the
-// pre-receive shim runs where it lies beside collab-hook.
+// shims run where it lies beside collab-hook: for every pre-receive, and
+// for proc-receive and post-receive under serve (which it relays to).
 const FastBinary = "collab-hook-fast"
 
 // Shim is the text of hook h: exec BINARY --root ROOT hook H; for
-// post-receive only when the push updates a branch; for pre-receive
-// through collab-hook-fast beside BINARY where it can run.
+// post-receive only when the push updates a branch; through
+// collab-hook-fast beside BINARY where it can run (pre-receive), and where
+// serve relays the hooks (proc-receive, post-receive).
 func Shim(binary, rootDir, hook string) string {
 	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook,
 		"{{FAST}}", shellwords.Quote(filepath.Join(filepath.Dir(binary), FastBinary)))

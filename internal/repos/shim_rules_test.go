@@ -1,6 +1,7 @@
 package repos
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,56 +54,67 @@ func TestPreReceiveShimAlwaysChecksBranches(t *testing.T) {
 	}
 }
 
-// The pre-receive shim runs collab-hook-fast where it lies beside
-// collab-hook and can run, with the same arguments and git's lines, and
-// collab-hook otherwise; no other shim runs it.
+// The shims run collab-hook-fast where it lies beside collab-hook and can
+// run, with the same arguments and git's lines: pre-receive always,
+// proc-receive and post-receive only under serve (COLLAB_HOOK_FD), which
+// they relay to; collab-hook otherwise.
 func TestShimFastBinary(t *testing.T) {
-	dir := t.TempDir()
-	rec := filepath.Join(dir, "rec")
-	stub := func(name string) string {
-		return "#!/bin/sh\nprintf '" + name + " %s\\n' \"$*\" > " + rec + "\ncat >> " + rec + "\n"
-	}
-	bin := filepath.Join(dir, "collab-hook")
-	fast := filepath.Join(dir, FastBinary)
-	if err := os.WriteFile(bin, []byte(stub("full")), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	shim := filepath.Join(dir, "pre-receive")
-	if err := os.WriteFile(shim, []byte(Shim(bin, "/srv/collab", "pre-receive")), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	const in = "1111111111111111111111111111111111111111 2222222222222222222222222222222222222222 refs/heads/main\n"
-	runs := func() string {
-		t.Helper()
-		cmd := exec.Command("/bin/sh", shim)
-		cmd.Stdin = strings.NewReader(in)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("shim: %v: %s", err, out)
-		}
-		got, err := os.ReadFile(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(got)
-	}
-	if got := runs(); got != "full --root /srv/collab hook pre-receive\n"+in {
-		t.Fatalf("without collab-hook-fast: %q", got)
-	}
-	if err := os.WriteFile(fast, []byte(stub("fast")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := runs(); !strings.HasPrefix(got, "full ") {
-		t.Fatalf("with a collab-hook-fast that cannot run: %q", got)
-	}
-	if err := os.Chmod(fast, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := runs(); got != "fast --root /srv/collab hook pre-receive\n"+in {
-		t.Fatalf("with collab-hook-fast: %q", got)
-	}
-	for _, h := range []string{"proc-receive", "post-receive"} {
-		if strings.Contains(Shim(bin, "/srv/collab", h), FastBinary) {
-			t.Errorf("%s shim runs collab-hook-fast:\n%s", h, Shim(bin, "/srv/collab", h))
-		}
+	for _, tc := range []struct {
+		hook      string
+		fastMode  os.FileMode // 0: no collab-hook-fast
+		underServ bool
+		want      string
+	}{
+		{"pre-receive", 0, false, "full"},
+		{"pre-receive", 0o644, false, "full"},
+		{"pre-receive", 0o755, false, "fast"},
+		{"pre-receive", 0o755, true, "fast"},
+		{"proc-receive", 0o755, false, "full"},
+		{"proc-receive", 0o644, true, "full"},
+		{"proc-receive", 0, true, "full"},
+		{"proc-receive", 0o755, true, "fast"},
+		{"post-receive", 0o755, false, "full"},
+		{"post-receive", 0o644, true, "full"},
+		{"post-receive", 0o755, true, "fast"},
+	} {
+		t.Run(fmt.Sprintf("%s/%o/%v", tc.hook, tc.fastMode, tc.underServ), func(t *testing.T) {
+			dir := t.TempDir()
+			rec := filepath.Join(dir, "rec")
+			stub := func(name string) string {
+				return "#!/bin/sh\nprintf '" + name + " %s\\n' \"$*\" > " + rec + "\ncat >> " + rec + "\n"
+			}
+			bin := filepath.Join(dir, "collab-hook")
+			if err := os.WriteFile(bin, []byte(stub("full")), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.fastMode != 0 {
+				if err := os.WriteFile(filepath.Join(dir, FastBinary), []byte(stub("fast")), tc.fastMode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			shim := filepath.Join(dir, tc.hook)
+			if err := os.WriteFile(shim, []byte(Shim(bin, "/srv/collab", tc.hook)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("/bin/sh", shim)
+			cmd.Env = append(os.Environ(), "COLLAB_HOOK_FD=")
+			if tc.underServ {
+				cmd.Env = append(cmd.Env, "COLLAB_HOOK_FD=3")
+			}
+			cmd.Stdin = strings.NewReader(in)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("shim: %v: %s", err, out)
+			}
+			got, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want + " --root /srv/collab hook " + tc.hook + "\n" + in
+			// post-receive's here-document ends with one empty line.
+			if g := strings.TrimSuffix(string(got), "\n"); string(got) != want && g != want {
+				t.Errorf("ran %q, want %q", got, want)
+			}
+		})
 	}
 }

@@ -12,12 +12,30 @@ import (
 // TestPostReceiveShim runs the post-receive shim under /bin/sh with a
 // stand-in for collab-hook that records its arguments and stdin: it must
 // start for every push that updates a branch, with git's lines unchanged,
-// and only then.
+// and only then; under serve (COLLAB_HOOK_FD) the same holds of
+// collab-hook-fast, and collab-hook does not start.
 func TestPostReceiveShim(t *testing.T) {
-	dir := t.TempDir()
+	for _, relay := range []bool{false, true} {
+		t.Run(fmt.Sprintf("relay=%v", relay), func(t *testing.T) { testPostReceiveShim(t, relay) })
+	}
+}
+
+func testPostReceiveShim(t *testing.T, relay bool) {
+	dir := filepath.Join(t.TempDir(), "bin dir") // a path that needs quoting
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rec := filepath.Join(dir, "rec")
-	bin := filepath.Join(dir, "collab hook") // a path that needs quoting
-	stub := "#!/bin/sh\nprintf '%s\\n' \"$*\" > " + rec + ".args\ncat > " + rec + ".in\n"
+	bin := filepath.Join(dir, "collab-hook")
+	stub := "#!/bin/sh\nprintf '%s\\n' \"$*\" > '" + rec + ".args'\ncat > '" + rec + ".in'\n"
+	env := append(os.Environ(), "COLLAB_HOOK_FD=")
+	if relay {
+		env = append(env, "COLLAB_HOOK_FD=3")
+		if err := os.WriteFile(filepath.Join(dir, FastBinary), []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stub = "#!/bin/sh\necho collab-hook ran >&2; exit 1\n"
+	}
 	if err := os.WriteFile(bin, []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +69,7 @@ func TestPostReceiveShim(t *testing.T) {
 			os.Remove(rec + ".args")
 			os.Remove(rec + ".in")
 			cmd := exec.Command("/bin/sh", shim)
+			cmd.Env = env
 			cmd.Stdin = strings.NewReader(tc.in)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("shim: %v: %s", err, out)

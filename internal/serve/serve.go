@@ -28,9 +28,11 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/hookrun"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -63,6 +65,11 @@ type Request struct {
 	// Exec replaces the process with git (syscall.Exec); it returns only on
 	// failure. Tests record the call instead.
 	Exec func(path string, argv, env []string) error
+	// Spawn runs git as a child with files as its fds 3 and up, and
+	// returns its exit code once it ended. Where it is set, serve runs
+	// git-receive-pack so and stays to run the push's hooks on their
+	// behalf (internal/relay); nil: serve execs receive-pack too.
+	Spawn func(path string, argv, env []string, files []*os.File) (int, error)
 }
 
 func (r *Request) now() time.Time {
@@ -239,11 +246,55 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
 	}
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
+	if p.sub == "receive-pack" && r.Spawn != nil {
+		if code, ok := receivePack(ctx, r, db, key, git, argv, env); ok {
+			return code
+		}
+	}
 	// Nothing of ours may stay open in git: the database goes first.
 	db.Close()
 	err = r.Exec(git, argv, env)
 	return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key)
 }
+
+// receivePack runs git-receive-pack as serve's child and runs the hooks
+// that relay themselves to serve (collab-hook-fast does, for proc-receive
+// and post-receive) with serve's database: a push then starts one process
+// that opens it, not three. A hook that cannot reach serve (serve killed,
+// or collab-hook-fast missing) runs itself as before.
+// ok is false where serve could not make the relay's socket (it logged
+// why): git is then exec'd as without Spawn.
+func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string, argv, env []string) (code int, ok bool) {
+	child, srv, err := relay.Pair()
+	if err != nil {
+		r.Log.WarnContext(ctx, "relay", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
+		return 0, false
+	}
+	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
+		if !relayed[req.Hook] {
+			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
+			return 1
+		}
+		return hookrun.Run(ctx, hookrun.Hook{
+			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: req.Env, Dir: req.Dir,
+			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log, DB: db, Repo: key,
+		})
+	})
+	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
+	code, err = r.Spawn(git, argv, env, []*os.File{child})
+	child.Close()
+	// A hook killed while serve ran it has its work finished here.
+	srv.Close()
+	if err != nil {
+		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
+		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+		return 1, true
+	}
+	return code, true
+}
+
+// relayed are the hooks serve runs for receive-pack.
+var relayed = map[string]bool{"pre-receive": true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
 func gitProgram(words []string) (string, bool) {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/relay"
+)
+
+// TestRelayedHooks runs the binary as git runs proc-receive and
+// post-receive under serve: it hands the run, stdio and all, to the serve
+// whose socket it inherited; with no serve to take it (none, or gone) it
+// hands over to collab-hook with git's input unread.
+func TestRelayedHooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook-fast")
+	}
+	bin := build(t)
+	wd := t.TempDir()
+	child, srv, err := relay.Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	got := make(chan relay.Request, 1)
+	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
+		got <- req
+		in, _ := io.ReadAll(stdin)
+		stdout.WriteString("answer to " + string(in))
+		stderr.WriteString("remote words")
+		return 3
+	})
+	run := func(hook string, sock *os.File, env ...string) (code int, stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", "/srv/collab", "hook", hook)
+		cmd.Dir = wd
+		cmd.Env = append(os.Environ(), env...)
+		if sock != nil {
+			cmd.ExtraFiles = []*os.File{sock}
+		}
+		cmd.Stdin = strings.NewReader("git's lines\n")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+	}
+	fd := relay.FDVar + "=" + strconv.Itoa(relay.ChildFD)
+	for _, hook := range []string{"proc-receive", "post-receive"} {
+		code, out, errs := run(hook, child, fd)
+		if code != 3 || out != "answer to git's lines\n" || errs != "remote words" {
+			t.Errorf("%s under serve: exit %d, stdout %q, stderr %q", hook, code, out, errs)
+			continue
+		}
+		req := <-got
+		if req.Hook != hook || req.Dir != wd || !slices.Contains(req.Env, fd) {
+			t.Errorf("%s: serve got %s in %s", hook, req.Hook, req.Dir)
+		}
+	}
+	// Not under serve, or a variable that names no socket: collab-hook.
+	for _, env := range [][]string{{relay.FDVar + "="}, {fd}, {relay.FDVar + "=99"}, {relay.FDVar + "=x"}} {
+		if code, _, errs := run("post-receive", nil, env...); code != 42 || !strings.Contains(errs, "collab-hook ran: --root /srv/collab hook post-receive") {
+			t.Errorf("with %v: exit %d, %s", env, code, errs)
+		}
+	}
+	// serve gone: the hook runs itself.
+	srv.Close()
+	if code, _, errs := run("proc-receive", child, fd); code != 42 || !strings.Contains(errs, "collab-hook ran: --root /srv/collab hook proc-receive") {
+		t.Errorf("serve gone: exit %d, %s", code, errs)
+	}
+	// pre-receive is never relayed: it decides with the hand-off.
+	if code, _, errs := run("pre-receive", child, fd); code != 42 {
+		t.Errorf("pre-receive: exit %d, %s", code, errs)
+	}
+}
