@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/collab-forge/collab/internal/relay"
 )
 
 // crashForge is a forge root driven through serve.
@@ -240,7 +242,10 @@ func TestKillPushes(t *testing.T) {
 				return
 			}
 			failures.Add(1)
-			if strings.Contains(out, "remote: collab:") && !strings.Contains(out, "forge database unavailable") {
+			// A hook that lost its serve to the killer says so; it was
+			// killed, not refused.
+			if strings.Contains(out, "remote: collab:") && !strings.Contains(out, "forge database unavailable") &&
+				!strings.Contains(out, relay.ErrGone.Error()) {
 				mu.Lock()
 				refusals = append(refusals, fmt.Sprintf("git push %s (attempt %d): %s", strings.Join(args, " "), attempt, out))
 				mu.Unlock()

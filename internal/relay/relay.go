@@ -72,6 +72,11 @@ func decode(b []byte) (Request, error) {
 // itself.
 var ErrNotSent = errors.New("relay: not sent")
 
+// ErrGone is an Ask whose serve ended (killed, say) before it answered:
+// it may have run the hook, wholly or in part, so the hook must not run
+// again; what it left undone is what a killed hook leaves.
+var ErrGone = errors.New("the forge stopped while it ran the hook")
+
 // Ask hands the hook run req, with this process's stdin, stdout and
 // stderr, to serve over the socket fd and returns the hook's exit code.
 // An error wrapping ErrNotSent means serve got nothing (no such socket,
@@ -102,7 +107,7 @@ func Ask(fd int, req Request) (int, error) {
 			continue
 		}
 		if err != nil || n != 1 {
-			return 0, errors.New("the forge stopped while it ran the hook")
+			return 0, ErrGone
 		}
 		return int(b[0]), nil
 	}
