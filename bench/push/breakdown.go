@@ -17,7 +17,8 @@ import (
 // collab-hook serve as the forced command would) while perf sched records
 // the whole machine, then prints the CPU time of every process of that
 // push, in the order they started: git push and its helpers, serve (which
-// becomes git-receive-pack), the hooks and their git processes. Needs
+// runs git-receive-pack as its child and the hooks relayed to it), the
+// hooks and their git processes. Needs
 // root and perf; returns nothing without them.
 func breakdown(w, work, bin, root string, env []string, refspecs map[string]string, prep map[string][]string) ([]string, error) {
 	if _, err := exec.LookPath("perf"); err != nil || os.Geteuid() != 0 {
@@ -156,17 +157,31 @@ func tree(procs map[int]*task, hooks []string, rootPID int) []string {
 			label[k] = k.comm + " (client side)"
 			continue
 		}
+		// serve execs git-upload-pack, but runs git-receive-pack as its
+		// child and stays to run the hooks relayed to it.
 		label[k] = "serve, then git receive-pack"
+		if k.comm == "collab-hook" {
+			label[k] = "serve (and the hooks relayed to it)"
+		}
 		i := 0
-		for _, h := range k.kids {
-			if (h.comm == "collab-hook" || strings.HasSuffix(h.comm, "-receive")) && i < len(hooks) {
-				label[h] = hooks[i]
-				if h.comm != "collab-hook" {
-					label[h] += " (shim only)"
+		var find func(t *task)
+		find = func(t *task) {
+			for _, h := range t.kids {
+				// Hooks are receive-pack's children.
+				if t.comm == "git" && (strings.HasPrefix(h.comm, "collab-hook") || strings.HasSuffix(h.comm, "-receive")) && i < len(hooks) {
+					label[h] = hooks[i]
+					if strings.HasSuffix(h.comm, "-receive") {
+						label[h] += " (shim only)"
+					} else if h.comm != "collab-hook" {
+						label[h] += " (" + h.comm + ")"
+					}
+					i++
+					continue
 				}
-				i++
+				find(h)
 			}
 		}
+		find(k)
 	}
 	var out []string
 	var total float64
