@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,14 +16,17 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/relay"
 )
 
 // startup measures what starting the hook binaries costs next to an empty
 // static Go binary (package main; func main() {}), interleaved, n rounds:
 // collab-hook-fast (what the pre-receive shim and install.sh's
 // AuthorizedKeysCommand run) deciding a branch update that serve's stamp
-// covers and answering keys-command from the key index, each its whole
-// work; then collab-hook (SQLite linked) doing the same, a post-receive with
+// covers, answering keys-command from the key index, each its whole work,
+// and handing post-receive to serve (the relay: here a stand-in in this
+// process that answers at once, so only the hook's own cost counts); then
+// collab-hook (SQLite linked) doing the same, a post-receive with
 // nothing to do and serve refusing a malformed principal before it opens
 // anything. Goal: <= 1.5x.
 // It also prints collab-hook's package inits (GODEBUG=inittrace=1).
@@ -61,6 +65,7 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 		args  []string
 		stdin string
 		env   func() []string
+		files []*os.File
 	}
 	base := append(env, "GIT_DIR="+repo)
 	fast := filepath.Join(filepath.Dir(bin), "collab-hook-fast")
@@ -73,16 +78,28 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 		return append(base, h.Encode()...)
 	}
 	update := oid + " " + oid + " refs/heads/startup\n"
+	child, srv, err := relay.Pair()
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	defer child.Close()
+	go srv.Serve(func(_ relay.Request, stdin, _, _ *os.File) int {
+		_, _ = io.Copy(io.Discard, stdin)
+		return 0
+	})
+	relayed := func() []string { return append(stamped(), relay.FDVar+"="+strconv.Itoa(relay.ChildFD)) }
 	procs := []proc{
-		{"empty static Go binary", []string{empty}, "", nil},
-		{"collab-hook-fast hook pre-receive, stamped", []string{fast, "--root", root, "hook", "pre-receive"}, update, stamped},
-		{"collab-hook-fast keys-command (key index)", []string{fast, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil},
-		{"collab-hook hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil},
-		{"collab-hook hook pre-receive, stamped", []string{bin, "--root", root, "hook", "pre-receive"}, update, stamped},
-		{"collab-hook keys-command (key index)", []string{bin, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil},
+		{"empty static Go binary", []string{empty}, "", nil, nil},
+		{"collab-hook-fast hook pre-receive, stamped", []string{fast, "--root", root, "hook", "pre-receive"}, update, stamped, nil},
+		{"collab-hook-fast keys-command (key index)", []string{fast, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil, nil},
+		{"collab-hook-fast post-receive, relayed", []string{fast, "--root", root, "hook", "post-receive"}, update, relayed, []*os.File{child}},
+		{"collab-hook hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil, nil},
+		{"collab-hook hook pre-receive, stamped", []string{bin, "--root", root, "hook", "pre-receive"}, update, stamped, nil},
+		{"collab-hook keys-command (key index)", []string{bin, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil, nil},
 		{"collab-hook serve refusing a bad principal", []string{bin, "--root", root, "serve", "--as", "Bad"}, "", func() []string {
 			return append(base, "SSH_ORIGINAL_COMMAND=whoami")
-		}},
+		}, nil},
 	}
 	samples := make([][]sample, len(procs))
 	// A start is 1-5 ms: many rounds cost little and steady the medians.
@@ -98,6 +115,7 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 				cmd.Env = p.env()
 			}
 			cmd.Stdin = strings.NewReader(p.stdin)
+			cmd.ExtraFiles = p.files
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			t0 := time.Now()
