@@ -277,7 +277,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string,
 		}
 		return hookrun.Run(ctx, hookrun.Hook{
 			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: req.Env, Dir: req.Dir,
-			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log, DB: db, Repo: key,
+			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -102,7 +104,7 @@ func (f *fixture) run(t *testing.T, principal, command string, mod func(*Request
 		Command:   command,
 		Environ: []string{"PATH=/usr/bin:/bin", "HOME=/home/git", "GIT_PROTOCOL=version=2",
 			"LD_PRELOAD=/tmp/evil.so", "GIT_CONFIG_PARAMETERS='core.sshCommand=id'", "GIT_DIR=/etc",
-			"COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_PRINCIPAL=mallory", "COLLAB_ROOT=/elsewhere",
+			"COLLAB_JOURNAL_SOCKET=/run/j", "COLLAB_PRINCIPAL=mallory", "COLLAB_ROOT=/elsewhere", "COLLAB_HOOK_FD=0",
 			"SSH_ORIGINAL_COMMAND=" + command, "SSH_CONNECTION=1.2.3.4 5 6.7.8.9 22"},
 		Stdin:  strings.NewReader(""),
 		Stdout: &out,
@@ -201,6 +203,44 @@ func TestCleanEnvironment(t *testing.T) {
 		"COLLAB_ACCESS=write demo.git 1795946400000", "GIT_COMMITTER_NAME=alice", "GIT_COMMITTER_EMAIL=alice@collab.invalid"}
 	if !sameSet(res.env, want) {
 		t.Errorf("env %q\nwant %q", res.env, want)
+	}
+}
+
+// With Spawn, serve runs receive-pack as its child with the relay's socket
+// as fd 3, named by its own COLLAB_HOOK_FD (never one it inherited), and
+// exits with git's code; upload-pack is still exec'd.
+func TestReceivePackRelays(t *testing.T) {
+	f := setup(t)
+	var spawned [][]string
+	spawn := func(r *Request) {
+		r.Spawn = func(path string, argv, env []string, files []*os.File) (int, error) {
+			spawned = append(spawned, argv)
+			var fds []string
+			for _, kv := range env {
+				if strings.HasPrefix(kv, relay.FDVar+"=") {
+					fds = append(fds, kv)
+				}
+			}
+			if len(fds) != 1 || fds[0] != relay.FDVar+"=3" {
+				t.Errorf("env has %q", fds)
+			}
+			if len(files) != 1 {
+				t.Fatalf("%d files", len(files))
+			}
+			typ, err := syscall.GetsockoptInt(int(files[0].Fd()), syscall.SOL_SOCKET, syscall.SO_TYPE)
+			if err != nil || typ != syscall.SOCK_SEQPACKET {
+				t.Errorf("fd 3 is not the relay's socket: %d, %v", typ, err)
+			}
+			return 5, nil
+		}
+	}
+	res := f.run(t, "alice", "git-receive-pack 'demo.git'", spawn)
+	if res.code != 5 || len(spawned) != 1 || len(res.execs) != 0 || spawned[0][len(spawned[0])-2] != "receive-pack" {
+		t.Errorf("receive-pack: exit %d, spawned %q, exec'd %q", res.code, spawned, res.execs)
+	}
+	res = f.run(t, "alice", "git-upload-pack 'demo.git'", spawn)
+	if len(spawned) != 1 || len(res.execs) != 1 {
+		t.Errorf("upload-pack: spawned %q, exec'd %q", spawned, res.execs)
 	}
 }
 
