@@ -293,8 +293,9 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string,
 	return code, true
 }
 
-// relayed are the hooks serve runs for receive-pack.
-var relayed = map[string]bool{"pre-receive": true, "proc-receive": true, "post-receive": true}
+// relayed are the hooks serve runs for receive-pack. pre-receive is not:
+// collab-hook-fast decides it with serve's hand-off, at the same cost.
+var relayed = map[string]bool{"proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
 func gitProgram(words []string) (string, bool) {
