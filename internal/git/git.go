@@ -120,6 +120,11 @@ func (r Repo) Env() []string {
 func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir=" + r.Dir}, args...)...)
 	cmd.Env = r.Env()
+	if r.env != nil {
+		// Where git ran the hook, as for a hook's own commands: GIT_DIR
+		// in its environment is relative to it.
+		cmd.Dir = r.Dir
+	}
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }

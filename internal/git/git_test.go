@@ -186,6 +186,15 @@ func TestCleanEnv(t *testing.T) {
 	if h := seen(Repo{Dir: r.Dir, Mode: Hook}); !strings.Contains(h, "LD_PRELOAD=/nonexistent/evil.so") || !strings.Contains(h, "core.hostile") {
 		t.Errorf("hook mode did not pass the environment through:\n%s", h)
 	}
+	// A hook's environment given (serve running a relayed hook): that one
+	// reaches git, not this process's, and git runs where the hook ran.
+	given := InHookEnv(r.Dir, []string{"PATH=" + os.Getenv("PATH"), "HOME=/given", "GIT_QUARANTINE_PATH=/given/q"})
+	if h := seen(given); !strings.Contains(h, "GIT_QUARANTINE_PATH=/given/q") || strings.Contains(h, "LD_PRELOAD") {
+		t.Errorf("InHookEnv: git saw:\n%s", h)
+	}
+	if out, err := given.Run(ctx, nil, "-c", "alias.where=!pwd", "where"); err != nil || strings.TrimSpace(string(out)) != r.Dir {
+		t.Errorf("InHookEnv: git ran in %q (%v), want %s", out, err, r.Dir)
+	}
 	// Values collab sets itself are added on top.
 	if w := seen(r.With("GIT_INDEX_FILE=/tmp/x")); !strings.Contains(w, "GIT_INDEX_FILE=/tmp/x") {
 		t.Errorf("With: not passed:\n%s", w)

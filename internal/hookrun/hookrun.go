@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -81,6 +82,9 @@ func Run(ctx context.Context, h Hook) int {
 		l.Error(h.Name, "PRINCIPAL", hand.Principal, "OUTCOME", "error", "error", err.Error())
 		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return 1
+	}
+	if !slices.Contains(Names, h.Name) {
+		return fail(fmt.Errorf("unknown hook %q", h.Name))
 	}
 	key, dir, err := pushcheck.RepoDirOf(h.Root.ReposDir(), h.Dir, getenv("GIT_DIR"))
 	if err != nil {
@@ -165,8 +169,6 @@ func Run(ctx context.Context, h Hook) int {
 			h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 			return 1
 		}
-	default:
-		return fail(fmt.Errorf("unknown hook %q", h.Name))
 	}
 	return 0
 }
