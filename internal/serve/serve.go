@@ -69,7 +69,9 @@ type Request struct {
 	// returns its exit code once it ended. Where it is set, serve runs
 	// git-receive-pack so and stays to run the push's hooks on their
 	// behalf (internal/relay); nil: serve execs receive-pack too.
-	Spawn func(path string, argv, env []string, files []*os.File) (int, error)
+	// A cancelled ctx (serve's SIGTERM) passes the signal on to git, as if
+	// serve had exec'd it.
+	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error)
 }
 
 func (r *Request) now() time.Time {
@@ -275,13 +277,15 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string,
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
 		}
-		return hookrun.Run(ctx, hookrun.Hook{
+		// Like a hook process, which serve's SIGTERM does not reach, a
+		// relayed hook finishes its work.
+		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
 			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: req.Env, Dir: req.Dir,
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
-	code, err = r.Spawn(git, argv, env, []*os.File{child})
+	code, err = r.Spawn(ctx, git, argv, env, []*os.File{child})
 	child.Close()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()

@@ -213,7 +213,7 @@ func TestReceivePackRelays(t *testing.T) {
 	f := setup(t)
 	var spawned [][]string
 	spawn := func(r *Request) {
-		r.Spawn = func(path string, argv, env []string, files []*os.File) (int, error) {
+		r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File) (int, error) {
 			spawned = append(spawned, argv)
 			var fds []string
 			for _, kv := range env {
