@@ -9,9 +9,9 @@
 // program, where collab-hook takes twice that; TestFastDeps keeps it so.
 //
 // Whatever it cannot decide alone (no usable key index, a push serve did
-// not stamp, a hook no serve takes, any other command line) it hands to collab-hook, the binary
-// beside it, by exec with the same arguments: the answer is always
-// collab-hook's, only sometimes sooner.
+// not stamp, a hook no serve takes, any other command line) it hands to
+// collab-hook, the binary beside it, by exec with the same arguments: the
+// answer is always collab-hook's, only sometimes sooner.
 package main
 
 import (
