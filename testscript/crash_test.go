@@ -127,8 +127,10 @@ func (f *crashForge) fsckClean(deadline time.Duration) string {
 }
 
 // killer sends SIGKILL to random collab-hook processes of root (serve and
-// the hooks; not the git they exec or start) until stop is closed.
-func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed uint64, maxGap int) {
+// the hooks; not the git they exec or start) and collab-hook-fast ones
+// beside it (the hooks that relay to serve) until stop is closed.
+func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.Int64, seed uint64, maxGap int) {
+	fast := filepath.Join(filepath.Dir(binary), "collab-hook-fast")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	marker := []byte("--root\x00" + root + "\x00")
 	for {
@@ -142,13 +144,14 @@ func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed
 			return
 		}
 		var pids []int
+		isFast := map[int]bool{}
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
 			if err != nil || pid == os.Getpid() {
 				continue
 			}
 			exe, err := os.Readlink("/proc/" + e.Name() + "/exe")
-			if err != nil || exe != binary {
+			if err != nil || (exe != binary && exe != fast) {
 				continue
 			}
 			cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
@@ -167,12 +170,17 @@ func killer(root, binary string, stop <-chan struct{}, kills *atomic.Int64, seed
 				}
 			}
 			pids = append(pids, pid)
+			isFast[pid] = exe == fast
 		}
 		if len(pids) == 0 {
 			continue
 		}
-		if syscall.Kill(pids[rng.IntN(len(pids))], syscall.SIGKILL) == nil {
+		victim := pids[rng.IntN(len(pids))]
+		if syscall.Kill(victim, syscall.SIGKILL) == nil {
 			kills.Add(1)
+			if isFast[victim] {
+				fastKills.Add(1)
+			}
 		}
 	}
 }
@@ -222,7 +230,7 @@ func TestKillPushes(t *testing.T) {
 	var refusals []string
 
 	stop := make(chan struct{})
-	var kills atomic.Int64
+	var kills, fastKills atomic.Int64
 	var kwg sync.WaitGroup
 	kwg.Add(1)
 	// A kill every 150 ms on average: about one push in three is hit.
@@ -230,7 +238,7 @@ func TestKillPushes(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("COLLAB_KILLTEST_MAXGAP_MS")); err == nil && v > 0 {
 		maxGap = v
 	}
-	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, seed, maxGap) }()
+	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, &fastKills, seed, maxGap) }()
 
 	// push retries a push until it goes through; a failure that is a
 	// refusal by collab (not a kill) is recorded.
@@ -343,7 +351,7 @@ func TestKillPushes(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	kwg.Wait()
-	t.Logf("%d operations, %d pushes, %d failed (killed), %d kills", ops/workers*workers, pushes.Load(), failures.Load(), kills.Load())
+	t.Logf("%d operations, %d pushes, %d failed (killed), %d kills (%d of them collab-hook-fast)", ops/workers*workers, pushes.Load(), failures.Load(), kills.Load(), fastKills.Load())
 	if kills.Load() < int64(ops)/20 {
 		t.Errorf("only %d kills: the test did not test much", kills.Load())
 	}
