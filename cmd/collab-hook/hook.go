@@ -16,7 +16,7 @@ import (
 // (shown to the pusher as remote:) and exit 1.
 func hookCommand() *cli.Command {
 	var subs []*cli.Command
-	for _, name := range hookrun.Names {
+	for _, name := range hookrun.Names() {
 		subs = append(subs, &cli.Command{
 			Name:   name,
 			Hidden: name == "merge-scan",

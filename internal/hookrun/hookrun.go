@@ -29,9 +29,10 @@ import (
 	"github.com/collab-forge/collab/internal/text"
 )
 
-// Names are the hooks Run knows: git's three, and the detached merge scan
-// post-receive starts for updates too big to scan while the pusher waits.
-var Names = []string{"pre-receive", "proc-receive", "post-receive", "merge-scan"}
+// Names returns the hooks Run knows: git's three, and the detached merge
+// scan post-receive starts for updates too big to scan while the pusher
+// waits.
+func Names() []string { return []string{"pre-receive", "proc-receive", "post-receive", "merge-scan"} }
 
 // Hook is one run of a hook.
 type Hook struct {
@@ -83,7 +84,7 @@ func Run(ctx context.Context, h Hook) int {
 		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return 1
 	}
-	if !slices.Contains(Names, h.Name) {
+	if !slices.Contains(Names(), h.Name) {
 		return fail(fmt.Errorf("unknown hook %q", h.Name))
 	}
 	key, dir, err := pushcheck.RepoDirOf(h.Root.ReposDir(), h.Dir, getenv("GIT_DIR"))

@@ -125,7 +125,8 @@ type Server struct {
 }
 
 // Pair makes the socket pair: child goes to git (exec.Cmd.ExtraFiles,
-// which makes it ChildFD); the caller closes its copy once git started.
+// which makes it ChildFD); the caller closes its copy once git started,
+// runs Serve in a goroutine and, once git ended, Close.
 func Pair() (child *os.File, s *Server, err error) {
 	p, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
