@@ -128,6 +128,21 @@ func PusherOf(name, email string) string {
 	return access.Unknown
 }
 
+// Getenv is os.Getenv over environ, the NAME=value pairs of a process that
+// is not this one (a hook relayed to serve, git's environment serve
+// builds). As for os.Getenv, the first pair of a name wins, so a relayed
+// hook reads what the hook process itself would have read.
+func Getenv(environ []string) func(string) string {
+	return func(key string) string {
+		for _, kv := range environ {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
 // Decode reads the hand-off through getenv (os.Getenv). A malformed access
 // check decodes as none, so it only ever costs a database query.
 func Decode(getenv func(string) string) Handoff {

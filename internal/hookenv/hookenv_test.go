@@ -1,6 +1,9 @@
 package hookenv
 
 import (
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,16 +13,7 @@ import (
 	"github.com/collab-forge/collab/internal/pushlimit"
 )
 
-func env(kv ...string) func(string) string {
-	return func(k string) string {
-		for _, e := range kv {
-			if n, v, _ := strings.Cut(e, "="); n == k {
-				return v
-			}
-		}
-		return ""
-	}
-}
+func env(kv ...string) func(string) string { return Getenv(kv) }
 
 func TestRoundTrip(t *testing.T) {
 	at := time.UnixMilli(1795946400000)
@@ -134,5 +128,44 @@ func TestStamped(t *testing.T) {
 	}
 	if h := Decode(env("COLLAB_BRANCH_RULES=")); h.Rules != nil {
 		t.Errorf("empty rules decoded as %v", h.Rules)
+	}
+}
+
+// Getenv reads another process's environment as os.Getenv reads this
+// one's: a child of this test, started with a repeated name, says which
+// value os.Getenv takes.
+func TestGetenv(t *testing.T) {
+	if os.Getenv("HOOKENV_TEST_CHILD") != "" {
+		fmt.Print("os.Getenv=" + os.Getenv("HOOKENV_TEST_DUP") + "\n")
+		return
+	}
+	environ := []string{"A=1", "B=", "C=x=y", "junk", "A=2"}
+	for _, tc := range []struct{ key, want string }{
+		{"A", "1"}, {"B", ""}, {"C", "x=y"}, {"junk", ""}, {"missing", ""},
+	} {
+		if got := Getenv(environ)(tc.key); got != tc.want {
+			t.Errorf("Getenv(%q) = %q, want %q", tc.key, got, tc.want)
+		}
+	}
+	// os.StartProcess, unlike os/exec (which keeps a name's last pair),
+	// passes the pairs as they are, as git passes its own to a hook.
+	dup := []string{"HOOKENV_TEST_DUP=first", "HOOKENV_TEST_DUP=second"}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := os.StartProcess(os.Args[0], []string{os.Args[0], "-test.run=^TestGetenv$"}, &os.ProcAttr{
+		Env: append(append(os.Environ(), "HOOKENV_TEST_CHILD=1"), dup...), Files: []*os.File{nil, w, os.Stderr}})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	r.Close()
+	if st, err := p.Wait(); err != nil || !st.Success() {
+		t.Fatalf("child: %v %v: %s", st, err, out)
+	}
+	if want := "os.Getenv=" + Getenv(dup)("HOOKENV_TEST_DUP") + "\n"; !strings.Contains(string(out), want) {
+		t.Errorf("os.Getenv read a repeated name otherwise: %s; Getenv says %q", out, want)
 	}
 }

@@ -41,8 +41,8 @@ type Hook struct {
 	// URL overrides the root's url setting ("" keeps it).
 	URL string
 	// Environ is the environment git gave the hook: serve's hand-off,
-	// the push's quarantine and push options. Dir is where git ran it
-	// (GIT_DIR is relative to it).
+	// the push's quarantine and push options; nil: this process's. Dir
+	// is where git ran it (GIT_DIR is relative to it).
 	Environ []string
 	Dir     string
 	Stdin   io.Reader
@@ -64,7 +64,10 @@ func Run(ctx context.Context, h Hook) int {
 	// One hook run, one wait for the writer lock however often it writes.
 	ctx = store.WithWaitBudget(ctx)
 	start := time.Now()
-	getenv := lookup(h.Environ)
+	getenv := os.Getenv
+	if h.Environ != nil {
+		getenv = hookenv.Getenv(h.Environ)
+	}
 	hand := hookenv.Decode(getenv)
 	var key string // REPO on every entry once the repository is known
 	defer func() {
@@ -172,20 +175,6 @@ func Run(ctx context.Context, h Hook) int {
 		}
 	}
 	return 0
-}
-
-// lookup is getenv over environ (NAME=value pairs), or os.Getenv for nil.
-func lookup(environ []string) func(string) string {
-	if environ == nil {
-		return os.Getenv
-	}
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return func(k string) string { return m[k] }
 }
 
 // background starts "collab-hook hook merge-scan" for updates in its own

@@ -243,7 +243,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		}
 	}
 	env := gitEnv(r.Environ, h)
-	git, err := lookPath("git", getenv(env, "PATH"))
+	git, err := lookPath("git", hookenv.Getenv(env)("PATH"))
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
 	}
@@ -492,15 +492,6 @@ func lookPath(file, path string) (string, error) {
 		}
 	}
 	return "", errors.New(file + " not found in PATH " + path)
-}
-
-func getenv(env []string, key string) string {
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-			return v
-		}
-	}
-	return ""
 }
 
 func outcome(code int) string {
