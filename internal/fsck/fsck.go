@@ -44,6 +44,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -114,6 +115,13 @@ func (c *Checker) Run(ctx context.Context, key string) error {
 			if !known[k] {
 				c.problem(false, "%s: repository on disk is not in the database", reponame.Display(k))
 			}
+		}
+	}
+	if !c.DryRun && len(keys) > 0 {
+		// Not a problem where it is missing (an older collab made none):
+		// serve has git run the shims instead, only slower.
+		if err := hookdir.Install(c.Root.Dir, repos.Hooks); err != nil {
+			c.problem(false, "the root's hooks directory: %v", err)
 		}
 	}
 	for _, k := range keys {

@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
@@ -116,8 +117,9 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 	return r, nil
 }
 
-// Configure writes collab's git configuration and hook shims into dir.
-// fsck calls it to repair a repository.
+// Configure writes collab's git configuration and hook shims into dir,
+// and the root's hooks directory (hookdir). fsck calls it to repair a
+// repository.
 func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 	g := git.Open(dir)
 	for _, kv := range gitConfig {
@@ -134,7 +136,18 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 			return fmt.Errorf("install %s hook: %w", h, err)
 		}
 	}
-	return nil
+	// The root's hooks directory, which serve has git run in place of
+	// these shims where they are exactly as written here.
+	return hookdir.Install(root.Dir, Hooks)
+}
+
+// Shims maps each hook to the text of its shim (Shim).
+func Shims(binary, rootDir string) map[string]string {
+	m := make(map[string]string, len(Hooks))
+	for _, h := range Hooks {
+		m[h] = Shim(binary, rootDir, h)
+	}
+	return m
 }
 
 // Config returns the git configuration every collab repository has, as
