@@ -51,6 +51,9 @@ func run(ctx context.Context, args []string) int {
 		fmt.Fprintf(os.Stderr, "collab: %v\n", err)
 		return 1
 	}
+	if a, ok := fastpath.Direct(args); ok {
+		args = a
+	}
 	c, ok := fastpath.Parse(args, os.LookupEnv)
 	switch {
 	case !ok:

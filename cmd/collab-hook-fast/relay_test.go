@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/relay"
 )
 
@@ -77,5 +78,69 @@ func TestRelayedHooks(t *testing.T) {
 	// pre-receive is never relayed: it decides with the hand-off.
 	if code, _, errs := run("pre-receive", child, fd); code != 42 {
 		t.Errorf("pre-receive: exit %d, %s", code, errs)
+	}
+}
+
+// TestDirectHooks runs the binary as git runs it from the root's hooks
+// directory (internal/hookdir) under serve: by a link named for the hook,
+// with no arguments, the program itself inherited as fd hookdir.FD and the
+// root from COLLAB_ROOT. It is the same run as through a shim: relayed to
+// serve, or handed to collab-hook as "hook NAME".
+func TestDirectHooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook-fast")
+	}
+	bin := build(t)
+	root := t.TempDir()
+	if err := hookdir.Install(root, []string{"pre-receive", "proc-receive", "post-receive"}); err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.Open(filepath.Join(bin, "collab-hook-fast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	child, srv, err := relay.Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	defer srv.Close()
+	got := make(chan relay.Request, 1)
+	go srv.Serve(func(req relay.Request, stdin, stdout, _ *os.File) int {
+		got <- req
+		in, _ := io.ReadAll(stdin)
+		stdout.WriteString("answer to " + string(in))
+		return 3
+	})
+	fd := relay.FDVar + "=" + strconv.Itoa(relay.ChildFD)
+	run := func(hook string, env ...string) (code int, stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(hookdir.Dir(root), hook))
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), append(env, "COLLAB_ROOT="+root)...)
+		cmd.ExtraFiles = []*os.File{child, prog}
+		cmd.Stdin = strings.NewReader("git's lines\n")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+			t.Fatalf("%s: %v", hook, err)
+		}
+		return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+	}
+	for _, hook := range []string{"proc-receive", "post-receive"} {
+		if code, out, errs := run(hook, fd); code != 3 || out != "answer to git's lines\n" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", hook, code, out, errs)
+			continue
+		}
+		if req := <-got; req.Hook != hook {
+			t.Errorf("%s: serve got %s", hook, req.Hook)
+		}
+	}
+	// What it cannot answer goes to collab-hook, as the shim's run would.
+	for _, hook := range []string{"pre-receive", "post-receive"} {
+		if code, _, errs := run(hook); code != 42 || !strings.Contains(errs, "collab-hook ran: hook "+hook+"\n") {
+			t.Errorf("%s without serve: exit %d, %s", hook, code, errs)
+		}
 	}
 }

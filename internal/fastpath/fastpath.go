@@ -9,6 +9,7 @@
 package fastpath
 
 import (
+	"path/filepath"
 	"strings"
 
 	"github.com/collab-forge/collab/internal/layout"
@@ -65,6 +66,22 @@ func Parse(args []string, lookup func(string) (string, bool)) (Call, bool) {
 		return Call{g, "keys-command", rest[2:]}, true
 	}
 	return Call{}, false
+}
+
+// Direct recognises a hook that git runs as itself, from the root's hooks
+// directory (internal/hookdir) where serve points git: no arguments, the
+// hook's name as the program's (args[0], the path git ran), and the root
+// from COLLAB_ROOT, which serve sets. It returns the arguments of the
+// same run through a shim: hook NAME.
+func Direct(args []string) ([]string, bool) {
+	if len(args) != 1 {
+		return nil, false
+	}
+	switch name := filepath.Base(args[0]); name {
+	case "pre-receive", "proc-receive", "post-receive":
+		return []string{args[0], "hook", name}, true
+	}
+	return nil, false
 }
 
 // IsHook reports whether name is a hook collab-hook runs.

@@ -46,3 +46,26 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestDirect(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"/srv/collab/hooks/pre-receive"}, []string{"/srv/collab/hooks/pre-receive", "hook", "pre-receive"}},
+		{[]string{"hooks/proc-receive"}, []string{"hooks/proc-receive", "hook", "proc-receive"}},
+		{[]string{"post-receive"}, []string{"post-receive", "hook", "post-receive"}},
+		// Not git running a hook of the root's directory.
+		{[]string{"/srv/collab/hooks/update"}, nil},
+		{[]string{"/srv/collab/hooks/merge-scan"}, nil},
+		{[]string{"/usr/bin/collab-hook-fast"}, nil},
+		{[]string{"/srv/collab/hooks/pre-receive", "extra"}, nil},
+		{[]string{"/usr/bin/collab-hook-fast", "hook", "pre-receive"}, nil},
+		{nil, nil},
+	} {
+		got, ok := Direct(tc.args)
+		if ok != (tc.want != nil) || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Direct(%q) = %q, %v; want %q", tc.args, got, ok, tc.want)
+		}
+	}
+}
