@@ -38,6 +38,10 @@ func runServe(ctx context.Context, g globals, as string) error {
 	}
 	log, closeLog := journal.Open(root.Dir)
 	defer closeLog()
+	self, err := binary()
+	if err != nil {
+		self = "" // the shims then run the hooks, as ever
+	}
 	code := serve.Run(ctx, &serve.Request{
 		Root:      root,
 		Principal: as,
@@ -54,7 +58,8 @@ func runServe(ctx context.Context, g globals, as string) error {
 			_ = closeLog()
 			return syscall.Exec(path, argv, env)
 		},
-		Spawn: spawn,
+		Spawn:  spawn,
+		Binary: self,
 	})
 	if code == 0 {
 		return nil

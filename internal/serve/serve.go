@@ -27,6 +27,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/hookrun"
 	"github.com/collab-forge/collab/internal/ops"
@@ -34,6 +35,7 @@ import (
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -72,6 +74,11 @@ type Request struct {
 	// A cancelled ctx (serve's SIGTERM) passes the signal on to git, as if
 	// serve had exec'd it.
 	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error)
+	// Binary is collab-hook's absolute path, which the repositories' hook
+	// shims name. Where it is set and a repository's hooks are exactly
+	// those shims, git runs collab-hook-fast beside it as the hooks, from
+	// the root's hooks directory (internal/hookdir), without the shims' sh.
+	Binary string
 }
 
 func (r *Request) now() time.Time {
@@ -247,11 +254,19 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
 	}
-	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
 	if p.sub == "receive-pack" && r.Spawn != nil {
-		if code, ok := receivePack(ctx, r, db, key, git, argv, env); ok {
+		hooks := "shims"
+		fast := directHooks(r, dir)
+		if fast != nil {
+			defer fast.Close()
+			hooks = "direct"
+		}
+		log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
+		if code, ok := receivePack(ctx, r, db, key, git, argv, env, fast); ok {
 			return code
 		}
+	} else {
+		log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
 	}
 	// Nothing of ours may stay open in git: the database goes first.
 	db.Close()
@@ -266,11 +281,19 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 // or collab-hook-fast missing) runs itself as before.
 // ok is false where serve could not make the relay's socket (it logged
 // why): git is then exec'd as without Spawn.
-func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string, argv, env []string) (code int, ok bool) {
+func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string, argv, env []string, fast *os.File) (code int, ok bool) {
 	child, srv, err := relay.Pair()
 	if err != nil {
 		r.Log.WarnContext(ctx, "relay", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
 		return 0, false
+	}
+	files := []*os.File{child} // relay.ChildFD
+	if fast != nil {
+		// Only with the program as its fd may git be pointed at the
+		// directory: without it git would find no hooks there, and skip
+		// them (so runGit's exec of git never names it).
+		files = append(files, fast) // hookdir.FD
+		argv = append([]string{"git", "-c", "core.hooksPath=" + hookdir.Dir(r.Root.Dir)}, argv[1:]...)
 	}
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
@@ -285,7 +308,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string,
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
-	code, err = r.Spawn(ctx, git, argv, env, []*os.File{child})
+	code, err = r.Spawn(ctx, git, argv, env, files)
 	child.Close()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
@@ -295,6 +318,32 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string,
 		return 1, true
 	}
 	return code, true
+}
+
+// directHooks opens collab-hook-fast for git to run as the push's hooks
+// from the root's hooks directory, where the repository at dir has exactly
+// the shims collab writes for r.Binary (hookdir.Usable); nil where it has
+// not, or the program cannot be opened: git then runs the shims.
+func directHooks(r *Request, dir string) *os.File {
+	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.Shims(r.Binary, r.Root.Dir)) {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
+	if err != nil {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		f.Close()
+		return nil
+	}
+	// The links lead through /proc: where it is not mounted (a bare
+	// container) git would find no hooks at all.
+	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
+		f.Close()
+		return nil
+	}
+	return f
 }
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:

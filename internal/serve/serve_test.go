@@ -244,6 +244,80 @@ func TestReceivePackRelays(t *testing.T) {
 	}
 }
 
+// Where demo.git's hooks are exactly the shims for serve's binary and
+// collab-hook-fast lies beside it, git is pointed at the root's hooks
+// directory and handed that program as fd 4; otherwise it runs the
+// repository's hooks, as it would without serve.
+func TestReceivePackDirectHooks(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	bin := t.TempDir()
+	binary := filepath.Join(bin, "collab-hook")
+	for _, b := range []string{binary, filepath.Join(bin, repos.FastBinary)} {
+		if err := os.WriteFile(b, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	demo := filepath.Join(f.root.ReposDir(), "demo.git")
+	hooksPath := "core.hooksPath=" + filepath.Join(f.root.Dir, "hooks")
+	for _, tc := range []struct {
+		name   string
+		binary string
+		change func(t *testing.T)
+		direct bool
+	}{
+		{"shims for this binary", binary, func(t *testing.T) {
+			if err := repos.Configure(ctx, f.root, demo, binary); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"no binary known", "", func(*testing.T) {}, false},
+		{"shims for another binary", "/elsewhere/collab-hook", func(*testing.T) {}, false},
+		{"a shim an operator made unexecutable", binary, func(t *testing.T) {
+			if err := os.Chmod(filepath.Join(demo, "hooks", "post-receive"), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"shims again", binary, func(t *testing.T) {
+			if err := repos.Configure(ctx, f.root, demo, binary); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"collab-hook-fast missing", binary, func(t *testing.T) {
+			if err := os.Remove(filepath.Join(bin, repos.FastBinary)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.change(t)
+			var argv []string
+			var files []*os.File
+			res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
+				r.Binary = tc.binary
+				r.Spawn = func(_ context.Context, _ string, a, _ []string, fs []*os.File) (int, error) {
+					argv, files = a, fs
+					if len(fs) == 2 { // what git would run: the file beside the binary
+						st, err := fs[1].Stat()
+						want, err2 := os.Stat(filepath.Join(bin, repos.FastBinary))
+						if err != nil || err2 != nil || !os.SameFile(st, want) {
+							t.Errorf("fd 4 is not collab-hook-fast: %v, %v", err, err2)
+						}
+					}
+					return 0, nil
+				}
+			})
+			if res.code != 0 {
+				t.Fatalf("serve: exit %d: %s", res.code, res.stderr)
+			}
+			named := slices.Contains(argv, hooksPath)
+			if named != tc.direct || len(files) != map[bool]int{true: 2, false: 1}[tc.direct] {
+				t.Errorf("argv %q with %d files; want direct hooks: %v", argv, len(files), tc.direct)
+			}
+		})
+	}
+}
+
 // sameSet compares environments as sets: their order means nothing.
 func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
