@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 )
 
 // ErrCut is returned by Copy when the output passed its limit and git was
@@ -52,12 +51,7 @@ func (r Repo) Copy(parent context.Context, w io.Writer, max int64, stdin io.Read
 	case cut:
 		return n, ErrCut
 	case werr != nil:
-		code := -1
-		var ee *exec.ExitError
-		if errors.As(werr, &ee) {
-			code = ee.ExitCode()
-		}
-		return n, &Error{Args: args, Code: code, Stderr: errb.String(), Err: werr}
+		return n, failed(args, errb.String(), werr)
 	}
 	return n, nil
 }

@@ -164,14 +164,20 @@ func (r Repo) Run(ctx context.Context, stdin io.Reader, args ...string) ([]byte,
 	cmd.Stdout = &out
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil {
-		code := -1
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		}
-		return out.Bytes(), &Error{Args: args, Code: code, Stderr: errb.String(), Err: err}
+		return out.Bytes(), failed(args, errb.String(), err)
 	}
 	return out.Bytes(), nil
+}
+
+// failed is the Error of git run with args that ended in err (from Run or
+// Wait) after saying stderr.
+func failed(args []string, stderr string, err error) *Error {
+	code := -1
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	return &Error{Args: args, Code: code, Stderr: stderr, Err: err}
 }
 
 // ExitCode is the exit code of a failed git command, or -1.
@@ -285,25 +291,11 @@ func (r Repo) UpdateRefs(ctx context.Context, updates []RefUpdate) error {
 	if len(updates) == 0 {
 		return nil
 	}
-	var b bytes.Buffer
-	for _, u := range updates {
-		if strings.ContainsAny(u.Ref, "\n\x00 ") {
-			return fmt.Errorf("update-ref: bad ref name %q", u.Ref)
-		}
-		switch {
-		case u.New == ZeroOID && u.Old == "":
-			fmt.Fprintf(&b, "delete %s\n", u.Ref)
-		case u.New == ZeroOID:
-			fmt.Fprintf(&b, "delete %s %s\n", u.Ref, u.Old)
-		case u.Old == "":
-			fmt.Fprintf(&b, "update %s %s\n", u.Ref, u.New)
-		default:
-			fmt.Fprintf(&b, "update %s %s %s\n", u.Ref, u.New, u.Old)
-		}
+	in, err := refUpdateLines(updates)
+	if err != nil {
+		return err
 	}
-	// A ref lock left by a git whose caller was killed (it finishes on its
-	// own) is waited for rather than failed on: git's default is 100 ms.
-	_, err := r.Run(ctx, &b, "-c", "core.filesRefLockTimeout=2000", "update-ref", "--stdin")
+	_, err = r.Run(ctx, bytes.NewReader(in), updateRefArgs()...)
 	return err
 }
 
