@@ -234,6 +234,16 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err != nil {
 		return res, git.Commit{}, err
 	}
+	// The update-ref that writes the refs at the end starts now, so that
+	// its start overlaps the walk and the transaction instead of following
+	// them. It holds no lock and reads no ref until Commit hands it its
+	// lines, below under the refs lock (see git.RefUpdater); every way
+	// out before then, a refusal included, aborts it with nothing written.
+	refs, err := e.Git.StartRefUpdate(ctx)
+	if err != nil {
+		return res, git.Commit{}, fault.Wrap(err, "cannot start git update-ref")
+	}
+	defer refs.Abort()
 	// One git process reads the tip, what it brings and its merge base
 	// with the branch, unless the walk is long or the topic merged the
 	// branch in (several boundary commits): then git merge-base decides.
@@ -424,7 +434,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err != nil {
 		return res, tip, err
 	}
-	if err := e.Git.UpdateRefs(ctx, pushRefs(res.patch.ID, res.rev, all)); err != nil {
+	if err := refs.Commit(pushRefs(res.patch.ID, res.rev, all)); err != nil {
 		return res, tip, fault.Wrap(err, fmt.Sprintf("revision %d of patch %s is recorded but its refs could not be written; push again to finish", res.rev.Number, res.patch.ID))
 	}
 	return res, tip, nil
