@@ -109,6 +109,11 @@ func (f *testForge) procReceive(ref, oid string, opts ...string) []string {
 	if err := ProcReceive(f.ctx, f.env, &in, &out); err != nil {
 		f.t.Fatalf("ProcReceive: %v", err)
 	}
+	// Whatever it answered, no git it started is left running (the
+	// update-ref it starts early is aborted on a refusal).
+	if kids := children(f.t); len(kids) > 0 {
+		f.t.Fatalf("ProcReceive left child processes %v", kids)
+	}
 	r := pktline.NewReader(&out)
 	hello, err := r.ReadSection()
 	if err != nil || len(hello) != 1 || !strings.HasPrefix(string(hello[0]), "version=1") {
@@ -162,4 +167,23 @@ func (f *testForge) updateRef(ref, oid string) {
 	if err := f.env.Git.UpdateRefs(f.ctx, []git.RefUpdate{{Ref: ref, New: oid}}); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// children are the pids of this process's children that have not been
+// waited for.
+func children(t *testing.T) []string {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	return pids
 }
