@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
@@ -23,7 +24,8 @@ import (
 // static Go binary (package main; func main() {}), interleaved, n rounds:
 // collab-hook-fast (what the pre-receive shim and install.sh's
 // AuthorizedKeysCommand run) deciding a branch update that serve's stamp
-// covers, answering keys-command from the key index, each its whole work,
+// covers (also as git runs it from ROOT/hooks, internal/hookdir),
+// answering keys-command from the key index, each its whole work,
 // and handing post-receive to serve (the relay: here a stand-in in this
 // process that answers at once, so only the hook's own cost counts); then
 // collab-hook (SQLite linked) doing the same, a post-receive with
@@ -89,9 +91,17 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 		return 0
 	})
 	relayed := func() []string { return append(stamped(), relay.FDVar+"="+strconv.Itoa(relay.ChildFD)) }
+	// As git runs it from ROOT/hooks under serve: the program as fd 4.
+	prog, err := os.Open(fast)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
+	direct := filepath.Join(hookdir.Dir(root), "pre-receive")
 	procs := []proc{
 		{"empty static Go binary", []string{empty}, "", nil, nil},
 		{"collab-hook-fast hook pre-receive, stamped", []string{fast, "--root", root, "hook", "pre-receive"}, update, stamped, nil},
+		{"collab-hook-fast as ROOT/hooks/pre-receive", []string{direct}, update, stamped, []*os.File{child, prog}},
 		{"collab-hook-fast keys-command (key index)", []string{fast, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil, nil},
 		{"collab-hook-fast post-receive, relayed", []string{fast, "--root", root, "hook", "post-receive"}, update, relayed, []*os.File{child}},
 		{"collab-hook hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil, nil},
