@@ -255,19 +255,14 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
 	}
 	if p.sub == "receive-pack" && r.Spawn != nil {
-		hooks := "shims"
-		fast := directHooks(r, dir)
-		if fast != nil {
-			defer fast.Close()
-			hooks = "direct"
+		spawned := func(hooks string) {
+			log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
 		}
-		log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
-		if code, ok := receivePack(ctx, r, db, key, git, argv, env, fast); ok {
+		if code, ok := receivePack(ctx, r, db, key, dir, git, argv, env, spawned); ok {
 			return code
 		}
-	} else {
-		log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
 	}
+	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
 	// Nothing of ours may stay open in git: the database goes first.
 	db.Close()
 	err = r.Exec(git, argv, env)
@@ -279,22 +274,29 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 // and post-receive) with serve's database: a push then starts one process
 // that opens it, not three. A hook that cannot reach serve (serve killed,
 // or collab-hook-fast missing) runs itself as before.
+// Where it can (directHooks), it has git run collab-hook-fast as the hooks
+// from the root's hooks directory; spawned is told which ("direct" or
+// "shims") just before git starts.
 // ok is false where serve could not make the relay's socket (it logged
 // why): git is then exec'd as without Spawn.
-func receivePack(ctx context.Context, r *Request, db *store.DB, key, git string, argv, env []string, fast *os.File) (code int, ok bool) {
+func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, git string, argv, env []string, spawned func(hooks string)) (code int, ok bool) {
 	child, srv, err := relay.Pair()
 	if err != nil {
 		r.Log.WarnContext(ctx, "relay", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
 		return 0, false
 	}
 	files := []*os.File{child} // relay.ChildFD
-	if fast != nil {
+	hooks := "shims"
+	if fast := directHooks(r, dir); fast != nil {
+		defer fast.Close()
 		// Only with the program as its fd may git be pointed at the
 		// directory: without it git would find no hooks there, and skip
 		// them (so runGit's exec of git never names it).
 		files = append(files, fast) // hookdir.FD
 		argv = append([]string{"git", "-c", "core.hooksPath=" + hookdir.Dir(r.Root.Dir)}, argv[1:]...)
+		hooks = "direct"
 	}
+	spawned(hooks)
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
