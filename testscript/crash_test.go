@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/relay"
 )
 
@@ -128,11 +129,13 @@ func (f *crashForge) fsckClean(deadline time.Duration) string {
 
 // killer sends SIGKILL to random collab-hook processes of root (serve and
 // the hooks; not the git they exec or start) and collab-hook-fast ones
-// beside it (the hooks that relay to serve) until stop is closed.
+// beside it (the hooks, which relay to serve, through a shim or as git runs
+// them from the root's hooks directory) until stop is closed.
 func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.Int64, seed uint64, maxGap int) {
 	fast := filepath.Join(filepath.Dir(binary), "collab-hook-fast")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	marker := []byte("--root\x00" + root + "\x00")
+	hooks := []byte(hookdir.Dir(root) + "/")
 	for {
 		select {
 		case <-stop:
@@ -155,7 +158,10 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.
 				continue
 			}
 			cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			if err != nil || !bytes.Contains(cl, marker) || bytes.Contains(cl, []byte("\x00fsck\x00")) {
+			// A hook git runs from the root's hooks directory under serve
+			// (internal/hookdir) is named by its path there, with no flags.
+			direct := exe == fast && bytes.HasPrefix(cl, hooks)
+			if err != nil || !(direct || bytes.Contains(cl, marker)) || bytes.Contains(cl, []byte("\x00fsck\x00")) {
 				continue
 			}
 			// A child collab-hook has forked but not yet exec'd looks like

@@ -92,7 +92,8 @@ func TestDirectHooks(t *testing.T) {
 	}
 	bin := build(t)
 	root := t.TempDir()
-	if err := hookdir.Install(root, []string{"pre-receive", "proc-receive", "post-receive"}); err != nil {
+	all := map[string]bool{"pre-receive": true, "proc-receive": true, "post-receive": true}
+	if err := hookdir.Install(root, hookdir.Set{Shims: map[string]string{"pre-receive": "", "proc-receive": "", "post-receive": ""}, Direct: all}); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := os.Open(filepath.Join(bin, "collab-hook-fast"))

@@ -120,7 +120,7 @@ func (c *Checker) Run(ctx context.Context, key string) error {
 	if !c.DryRun && len(keys) > 0 {
 		// Not a problem where it is missing (an older collab made none):
 		// serve has git run the shims instead, only slower.
-		if err := hookdir.Install(c.Root.Dir, repos.Hooks); err != nil {
+		if err := hookdir.Install(c.Root.Dir, repos.HookSet(c.Binary, c.Root.Dir)); err != nil {
 			c.problem(false, "the root's hooks directory: %v", err)
 		}
 	}

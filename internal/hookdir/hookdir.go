@@ -1,20 +1,24 @@
 // Package hookdir keeps ROOT/hooks, the hooks directory serve points
 // git-receive-pack at (core.hooksPath) so that git runs collab-hook-fast
 // itself rather than a repository's /bin/sh shim that execs it: about
-// 0.6 ms of CPU and a process image less per hook.
+// 0.5 ms of CPU and a process image less per hook.
 //
-// Each hook there is a symlink to /proc/self/fd/FD: serve opens
+// A direct hook there is a symlink to /proc/self/fd/FD: serve opens
 // collab-hook-fast and hands it to git as fd FD, which git's hook
 // processes inherit, so the hook runs the very file serve opened. Nothing
-// in the directory names a binary, so it never goes stale, and a binary
+// in such a link names a binary, so it never goes stale, and a binary
 // replaced or deleted mid-push still runs as opened. Without that fd (any
 // git that serve did not start) the links lead nowhere and git would skip
-// the hooks, so only serve, with the fd in place, may name the directory.
+// those hooks, so only serve, with the fd in place, may name the
+// directory. A hook whose shim costs less than starting the program
+// (post-receive's starts none for a push that moves no branch) is a copy
+// of that shim instead.
 //
-// serve does so only where the repository's own hooks are exactly the
-// shims collab writes and nothing else would run: then both run the same
-// program with the same input, and a repository whose hooks an operator
-// changed, removed or made unexecutable keeps what its hooks say.
+// serve names the directory only where the repository's own hooks are
+// exactly the shims collab writes and nothing else would run: then both
+// run the same program with the same input, and a repository whose hooks
+// an operator changed, removed or made unexecutable keeps what its hooks
+// say.
 package hookdir
 
 import (
@@ -39,42 +43,66 @@ const target = "/proc/self/fd/4"
 // Dir is the hooks directory of the root at rootDir.
 func Dir(rootDir string) string { return filepath.Join(rootDir, "hooks") }
 
-// Install makes Dir(rootDir)/H a symlink to the inherited fd for each hook
-// H, leaving those that already are; each link is made under another name
-// and renamed into place, so no hook is ever missing from it.
-func Install(rootDir string, hooks []string) error {
+// Set is what the directory holds: the shim collab writes into every
+// repository for each hook, and the hooks git runs as the program itself
+// (Direct); the others it runs as that same shim, from the directory.
+type Set struct {
+	Shims  map[string]string
+	Direct map[string]bool
+}
+
+// Install makes Dir(rootDir)/H a symlink to the inherited fd for each
+// direct hook H and a copy of its shim for each other, leaving those that
+// already are; each is made under another name and renamed into place, so
+// no hook is ever missing from it.
+func Install(rootDir string, set Set) error {
 	dir := Dir(rootDir)
 	if err := os.MkdirAll(dir, forge.DirMode); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	for _, h := range hooks {
+	for h, shim := range set.Shims {
 		p := filepath.Join(dir, h)
-		if got, err := os.Readlink(p); err == nil && got == target {
+		if installed(p, shim, set.Direct[h]) {
 			continue
 		}
 		tmp := p + ".new"
 		_ = os.Remove(tmp) // left by a killed run
-		if err := os.Symlink(target, tmp); err != nil {
-			return fmt.Errorf("link %s: %w", p, err)
+		var err error
+		if set.Direct[h] {
+			err = os.Symlink(target, tmp)
+		} else {
+			err = os.WriteFile(tmp, []byte(shim), 0o750)
 		}
-		if err := os.Rename(tmp, p); err != nil {
+		if err == nil {
+			err = os.Rename(tmp, p)
+		}
+		if err != nil {
 			_ = os.Remove(tmp)
-			return fmt.Errorf("link %s: %w", p, err)
+			return fmt.Errorf("install %s: %w", p, err)
 		}
 	}
 	return nil
 }
 
+// installed reports whether the hook at p is as Install makes it.
+func installed(p, shim string, direct bool) bool {
+	if direct {
+		got, err := os.Readlink(p)
+		return err == nil && got == target
+	}
+	st, err := os.Lstat(p) // a link would lead through this process's fds
+	return err == nil && st.Mode().IsRegular() && isShim(p, shim)
+}
+
 // Usable reports whether git receiving into the repository at repoDir may
-// run Dir(rootDir) in place of the repository's own hooks, which shims
-// maps to the text collab writes for each: the directory has a link for
-// every hook, and the repository's hooks directory holds those shims,
-// each executable and exactly as written, and nothing else but git's
-// *.sample files.
-func Usable(rootDir, repoDir string, shims map[string]string) bool {
+// run Dir(rootDir) in place of the repository's own hooks: the directory
+// holds every hook of set as Install makes it, and the repository's hooks
+// directory holds the shims, each executable and exactly as written, and
+// nothing else but git's *.sample files.
+func Usable(rootDir, repoDir string, set Set) bool {
 	dir := Dir(rootDir)
-	for h := range shims {
-		if got, err := os.Readlink(filepath.Join(dir, h)); err != nil || got != target {
+	for h, shim := range set.Shims {
+		if !installed(filepath.Join(dir, h), shim, set.Direct[h]) {
 			return false
 		}
 	}
@@ -85,7 +113,7 @@ func Usable(rootDir, repoDir string, shims map[string]string) bool {
 	}
 	seen := 0
 	for _, e := range entries {
-		want, ok := shims[e.Name()]
+		want, ok := set.Shims[e.Name()]
 		if !ok {
 			if !strings.HasSuffix(e.Name(), ".sample") {
 				return false
@@ -97,7 +125,7 @@ func Usable(rootDir, repoDir string, shims map[string]string) bool {
 		}
 		seen++
 	}
-	return seen == len(shims)
+	return seen == len(set.Shims)
 }
 
 // isShim reports whether the file at p is executable by its owner (git

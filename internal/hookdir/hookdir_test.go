@@ -21,20 +21,15 @@ var shims = map[string]string{
 	"post-receive": "#!/bin/sh\nexec post\n",
 }
 
-func names() []string {
-	var out []string
-	for h := range shims {
-		out = append(out, h)
-	}
-	return out
-}
+// set runs pre-receive and proc-receive directly, post-receive as its shim.
+var set = Set{Shims: shims, Direct: map[string]bool{"pre-receive": true, "proc-receive": true}}
 
 // setup makes a root with Dir installed and a repository whose hooks are
 // the shims, beside git's samples.
 func setup(t *testing.T) (root, repo string) {
 	t.Helper()
 	root, repo = t.TempDir(), t.TempDir()
-	if err := Install(root, names()); err != nil {
+	if err := Install(root, set); err != nil {
 		t.Fatal(err)
 	}
 	hooks := filepath.Join(repo, "hooks")
@@ -114,11 +109,28 @@ func TestUsable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, false},
+		{"the root's copy of a shim edited", func(t *testing.T, root, _ string) {
+			if err := os.WriteFile(filepath.Join(Dir(root), "post-receive"), []byte(shims["post-receive"]+"#\n"), 0o750); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"the root's copy of a shim a link", func(t *testing.T, root, _ string) {
+			p := filepath.Join(Dir(root), "post-receive")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(root, "elsewhere"), p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "elsewhere"), []byte(shims["post-receive"]), 0o750); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, repo := setup(t)
 			tc.change(t, root, repo)
-			if got := Usable(root, repo, shims); got != tc.want {
+			if got := Usable(root, repo, set); got != tc.want {
 				t.Fatalf("Usable = %v, want %v", got, tc.want)
 			}
 		})
@@ -131,24 +143,32 @@ func TestInstallRepairs(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	// A regular file, a wrong link and a leftover of a killed run.
+	// A regular file for a link, a wrong link, a link for a copy, and a
+	// leftover of a killed run.
 	if err := os.WriteFile(filepath.Join(dir, "pre-receive"), []byte("x"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/bin/true", filepath.Join(dir, "proc-receive")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(target, filepath.Join(dir, "post-receive")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "post-receive.new"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ { // and again: nothing changes
-		if err := Install(root, names()); err != nil {
+		if err := Install(root, set); err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range names() {
+		for _, h := range []string{"pre-receive", "proc-receive"} {
 			if got, err := os.Readlink(filepath.Join(dir, h)); err != nil || got != target {
 				t.Fatalf("%s: %q, %v", h, got, err)
 			}
+		}
+		p := filepath.Join(dir, "post-receive")
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o100 == 0 || !isShim(p, shims["post-receive"]) {
+			t.Fatalf("post-receive is not its shim: %v, %v", st, err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "post-receive.new")); !os.IsNotExist(err) {
 			t.Fatalf("leftover still there: %v", err)
@@ -165,7 +185,7 @@ func TestHookRunsInheritedFile(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	root := t.TempDir()
-	if err := Install(root, []string{"pre-receive"}); err != nil {
+	if err := Install(root, Set{Shims: map[string]string{"pre-receive": ""}, Direct: map[string]bool{"pre-receive": true}}); err != nil {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(t.TempDir(), "declines")

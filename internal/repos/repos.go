@@ -138,16 +138,20 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 	}
 	// The root's hooks directory, which serve has git run in place of
 	// these shims where they are exactly as written here.
-	return hookdir.Install(root.Dir, Hooks)
+	return hookdir.Install(root.Dir, HookSet(binary, root.Dir))
 }
 
-// Shims maps each hook to the text of its shim (Shim).
-func Shims(binary, rootDir string) map[string]string {
-	m := make(map[string]string, len(Hooks))
+// HookSet is the root's hooks directory for binary (hookdir): every
+// hook's shim, and git runs collab-hook-fast itself for pre-receive and
+// proc-receive. post-receive stays its shim, which starts no program for
+// a push that moves no branch (a refs/for push): cheaper than the program.
+func HookSet(binary, rootDir string) hookdir.Set {
+	s := hookdir.Set{Shims: make(map[string]string, len(Hooks)),
+		Direct: map[string]bool{"pre-receive": true, "proc-receive": true}}
 	for _, h := range Hooks {
-		m[h] = Shim(binary, rootDir, h)
+		s.Shims[h] = Shim(binary, rootDir, h)
 	}
-	return m
+	return s
 }
 
 // Config returns the git configuration every collab repository has, as

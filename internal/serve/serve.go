@@ -327,7 +327,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, git st
 // the shims collab writes for r.Binary (hookdir.Usable); nil where it has
 // not, or the program cannot be opened: git then runs the shims.
 func directHooks(r *Request, dir string) *os.File {
-	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.Shims(r.Binary, r.Root.Dir)) {
+	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
 		return nil
 	}
 	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
