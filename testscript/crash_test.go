@@ -131,7 +131,7 @@ func (f *crashForge) fsckClean(deadline time.Duration) string {
 // the hooks; not the git they exec or start) and collab-hook-fast ones
 // beside it (the hooks, which relay to serve, through a shim or as git runs
 // them from the root's hooks directory) until stop is closed.
-func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.Int64, seed uint64, maxGap int) {
+func killer(root, binary string, stop <-chan struct{}, kills, fastKills, directKills *atomic.Int64, seed uint64, maxGap int) {
 	fast := filepath.Join(filepath.Dir(binary), "collab-hook-fast")
 	rng := rand.New(rand.NewPCG(seed, 1))
 	marker := []byte("--root\x00" + root + "\x00")
@@ -147,7 +147,7 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.
 			return
 		}
 		var pids []int
-		isFast := map[int]bool{}
+		isFast, isDirect := map[int]bool{}, map[int]bool{}
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
 			if err != nil || pid == os.Getpid() {
@@ -176,7 +176,7 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.
 				}
 			}
 			pids = append(pids, pid)
-			isFast[pid] = exe == fast
+			isFast[pid], isDirect[pid] = exe == fast, direct
 		}
 		if len(pids) == 0 {
 			continue
@@ -186,6 +186,9 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills *atomic.
 			kills.Add(1)
 			if isFast[victim] {
 				fastKills.Add(1)
+			}
+			if isDirect[victim] {
+				directKills.Add(1)
 			}
 		}
 	}
@@ -236,7 +239,7 @@ func TestKillPushes(t *testing.T) {
 	var refusals []string
 
 	stop := make(chan struct{})
-	var kills, fastKills atomic.Int64
+	var kills, fastKills, directKills atomic.Int64
 	var kwg sync.WaitGroup
 	kwg.Add(1)
 	// A kill every 150 ms on average: about one push in three is hit.
@@ -244,7 +247,7 @@ func TestKillPushes(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("COLLAB_KILLTEST_MAXGAP_MS")); err == nil && v > 0 {
 		maxGap = v
 	}
-	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, &fastKills, seed, maxGap) }()
+	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, &fastKills, &directKills, seed, maxGap) }()
 
 	// push retries a push until it goes through; a failure that is a
 	// refusal by collab (not a kill) is recorded.
@@ -357,7 +360,7 @@ func TestKillPushes(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	kwg.Wait()
-	t.Logf("%d operations, %d pushes, %d failed (killed), %d kills (%d of them collab-hook-fast)", ops/workers*workers, pushes.Load(), failures.Load(), kills.Load(), fastKills.Load())
+	t.Logf("%d operations, %d pushes, %d failed (killed), %d kills (%d of them collab-hook-fast, %d run from ROOT/hooks)", ops/workers*workers, pushes.Load(), failures.Load(), kills.Load(), fastKills.Load(), directKills.Load())
 	if kills.Load() < int64(ops)/20 {
 		t.Errorf("only %d kills: the test did not test much", kills.Load())
 	}
