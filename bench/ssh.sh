@@ -9,7 +9,8 @@
 #      - collab as deploy/sshd/install.sh deploys it (its own unix user,
 #        AuthorizedKeysCommand collab-hook keys-command, ExposeAuthInfo,
 #        collab-web running beside it as its unit would):
-#        a one-commit branch push, a refs/for push (a new patch each round)
+#        a one-commit branch push, a refs/for push (a new revision of one
+#        patch each round: one amended commit)
 #        and a clone;
 #      - the same branch push through a plain authorized_keys file (what
 #        collab-hook authorized-keys writes; the sshd of part 2);
@@ -263,17 +264,37 @@ cp -r "$w/c-deploy" "$w/c-deploy_for"
 
 now() { date +%s%N; }
 declare -A times cpus
+# change TARGET ROUND: the commit the round pushes. A branch push adds one
+# commit; a refs/for push makes a new revision of one patch (the issue's
+# "refs/for push (a new revision)"): the first round adds a commit with a
+# Patch: trailer and each later one amends it, so that every push sends
+# one commit on top of what the forge has. A new commit stacked on the
+# last each round made every refs/for push carry all earlier rounds'
+# commits too (refs/collab is hidden, so the client cannot know the forge
+# has them), while the floor's branch push sent one.
+change() {
+	local t=$1 i=$2 d=$w/c-$1
+	echo "$t $i" > "$d/f"
+	git -C "$d" add f
+	case "$t" in
+	*_for)
+		if [ -e "$w/patched-$t" ]; then
+			git -C "$d" commit -q --amend -m "change $i" -m "Patch: 00000000000000000000000000000000000000b5"
+		else
+			git -C "$d" commit -q -m "change $i" -m "Patch: 00000000000000000000000000000000000000b5"
+			touch "$w/patched-$t"
+		fi
+		;;
+	*) git -C "$d" commit -q -m "change $i" ;;
+	esac
+}
 # run_op TARGET ROUND: one push (or clone) for TARGET through its sshd;
 # appends its wall ms and the sshd's CPU ms to times[TARGET], cpus[TARGET].
 run_op() {
 	local t=$1 i=$2 d=$w/c-$1 a b c0 c1 pid=${opid[$1]} cg=${ocg[$1]}
 	case "$t" in
 	clone_*) rm -rf "$w/clone" ;;
-	*)
-		echo "$t $i" > "$d/f"
-		git -C "$d" add f
-		git -C "$d" commit -q -m "change $i"
-		;;
+	*) change "$t" "$i" ;;
 	esac
 	wait_idle "$pid"
 	c0=$(cpu_ns "$cg" "$pid")
@@ -335,9 +356,7 @@ if [ "${BENCH_BREAKDOWN:-1}" = 1 ] && command -v perf >/dev/null; then
 	go build -o "$w/benchpush" ./bench/push
 	for t in hookless deploy deploy_for; do
 		d=$w/c-$t
-		echo "$t breakdown" > "$d/f"
-		git -C "$d" add f
-		git -C "$d" commit -q -m "breakdown"
+		change "$t" breakdown
 		wait_idle "$main_pid"
 		GIT_SSH_COMMAND=${sshcmd[$t]} perf sched record -q -o "$w/sched.data" -- \
 			git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
@@ -414,9 +433,7 @@ done
 local_op() {
 	local t=$1 i=$2 d=$w/c-$1 a b c0=0 c1=0 g=
 	[ -f "$w/cg-$t" ] && g=$(cat "$w/cg-$t")
-	echo "$t $i" > "$d/f"
-	git -C "$d" add f
-	git -C "$d" commit -q -m "change $i"
+	change "$t" "$i"
 	[ -n "$g" ] && c0=$(cat "$g/cpuacct.usage")
 	a=$(now)
 	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
