@@ -456,3 +456,10 @@ row "collab serve alone (hooks removed)" l_serve l_hookless
 row "collab serve + hooks, branch" l_collab l_hookless
 row "collab serve + hooks, refs/for" l_collab_for l_hookless
 echo "goals: branch <= 1.35x ($(ratio "${med[l_collab]}" "${med[l_hookless]}")), refs/for <= 1.60x ($(ratio "${med[l_collab_for]}" "${med[l_hookless]}"))"
+# How git ran the hooks of collab's pushes (serve's HOOKS field: "direct"
+# from ROOT/hooks, or the repositories' shims), where serve logged to the
+# root's file rather than to journald.
+for r in "$droot" "$root"; do
+	[ -f "$r/log/collab-hook.log" ] || continue
+	echo "hooks run by git in $(basename "$r"): $(grep -o '"HOOKS":"[a-z]*"' "$r/log/collab-hook.log" | sort | uniq -c | tr -s ' \n' ' ')"
+done
