@@ -36,7 +36,7 @@ import (
 // socket (relay.ChildFD), the second of exec.Cmd.ExtraFiles.
 const FD = 4
 
-// target is where every hook of the directory leads: fd FD of the
+// target is where every direct hook of the directory leads: fd FD of the
 // process that runs it.
 const target = "/proc/self/fd/4"
 
