@@ -271,13 +271,17 @@ declare -A times cpus
 # one commit on top of what the forge has. A new commit stacked on the
 # last each round made every refs/for push carry all earlier rounds'
 # commits too (refs/collab is hidden, so the client cannot know the forge
-# has them), while the floor's branch push sent one.
+# has them), while the floor's branch push sent one. For the same reason
+# the refs/for clone fetches first, untimed, as git review does: the
+# branch pushes moved main past what it knew, and git push sends all it
+# cannot prove the other side has (in part 3, the whole history).
 change() {
 	local t=$1 i=$2 d=$w/c-$1
 	echo "$t $i" > "$d/f"
 	git -C "$d" add f
 	case "$t" in
 	*_for)
+		GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" fetch -q origin
 		if [ -e "$w/patched-$t" ]; then
 			git -C "$d" commit -q --amend -m "change $i" -m "Patch: 00000000000000000000000000000000000000b5"
 		else
