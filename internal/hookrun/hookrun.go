@@ -179,14 +179,26 @@ func Run(ctx context.Context, h Hook) int {
 
 // background starts "collab-hook hook merge-scan" for updates in its own
 // session with no terminal and no inherited pipes, so that git (and the
-// pusher) need not wait for it; the update lines go in through a pipe
-// filled before the child starts. environ is the hook's (nil: this
-// process's): the hand-off names the pusher to credit.
+// pusher) need not wait for it; the update lines go in through a pipe.
+// environ is the hook's (nil: this process's): the hand-off names the
+// pusher to credit.
 func background(root forge.Root, dir, url string, environ []string, updates []push.Update) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own path: %w", err)
 	}
+	args := []string{"--root", root.Dir}
+	if url != "" {
+		args = append(args, "--url", url)
+	}
+	return detach(bin, append(args, "hook", "merge-scan"), dir, environ, updates)
+}
+
+// detach starts bin with args in its own session and writes the update
+// lines to its stdin. It writes after the start: lines past a pipe's
+// buffer (64 KiB, some 650 updates) written before it would wait for a
+// reader that did not exist yet, and hang the hook.
+func detach(bin string, args []string, dir string, environ []string, updates []push.Update) error {
 	var b strings.Builder
 	for _, u := range updates {
 		fmt.Fprintf(&b, "%s %s %s\n", u.Old, u.New, u.Ref)
@@ -195,23 +207,23 @@ func background(root forge.Root, dir, url string, environ []string, updates []pu
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	if _, err := w.WriteString(b.String()); err != nil {
-		w.Close()
-		return err
-	}
-	w.Close()
-	args := []string{"--root", root.Dir}
-	if url != "" {
-		args = append(args, "--url", url)
-	}
-	cmd := exec.Command(bin, append(args, "hook", "merge-scan")...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = environ
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	r.Close() // the child's now: a child that exits unread fails the write
+	if err != nil {
+		w.Close()
 		return err
 	}
-	return cmd.Process.Release()
+	_, err = w.WriteString(b.String())
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := cmd.Process.Release(); err == nil {
+		err = rerr
+	}
+	return err
 }

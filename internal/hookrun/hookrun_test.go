@@ -3,13 +3,16 @@ package hookrun
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/push"
 )
 
 // Run's answers that need no database: the root here has none, so a hook
@@ -49,5 +52,48 @@ func TestRunWithoutDatabase(t *testing.T) {
 				t.Errorf("exit %d, %q; want %d, %q", code, stderr.String(), tc.code, tc.stderr)
 			}
 		})
+	}
+}
+
+// The detached merge scan gets every deferred update, however many: far
+// more lines than a pipe holds once hung the hook that started it.
+func TestDetachFeedsAllUpdates(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "got")
+	scan := filepath.Join(dir, "scan")
+	if err := os.WriteFile(scan, []byte("#!/bin/sh\ncat > \"$OUT.tmp\" && mv \"$OUT.tmp\" \"$OUT\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var us []push.Update
+	var want strings.Builder
+	for i := 0; i < 5000; i++ { // about 500 KB
+		u := push.Update{Old: strings.Repeat("1", 40), New: strings.Repeat("2", 40), Ref: fmt.Sprintf("refs/heads/b%d", i)}
+		us = append(us, u)
+		fmt.Fprintf(&want, "%s %s %s\n", u.Old, u.New, u.Ref)
+	}
+	done := make(chan error, 1)
+	go func() { done <- detach(scan, nil, dir, append(os.Environ(), "OUT="+out), us) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a write of 500 KB takes milliseconds
+		t.Fatal("detach still writing after a minute: nobody reads the pipe")
+	}
+	// The child is detached: wait for its file, as long as it takes.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := os.ReadFile(out)
+		if err == nil {
+			if string(got) != want.String() {
+				t.Fatalf("the scan got %d bytes, want %d", len(got), want.Len())
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scan wrote nothing: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
