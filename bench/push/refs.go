@@ -16,8 +16,9 @@ import (
 // commit each, as refs/for pushes leave them), hidden from receive-pack as
 // in every collab repository: loose or packed (git pack-refs --all), and
 // with or without core.alternateRefsPrefixes (which keeps --alternate-refs
-// from listing them; see internal/repos), against the same repository
-// without those refs. Interleaved one-commit branch pushes, no hooks.
+// from listing them) or core.alternateRefsCommand=true (which lists
+// nothing, and is what collab sets; see internal/repos), against the same
+// repository without those refs. Interleaved one-commit branch pushes, no hooks.
 func looseRefs(w string, env []string, nrefs, n int) ([]string, error) {
 	work := filepath.Join(w, "refs-work")
 	run := func(dir string, stdin []byte, name string, args ...string) error {
@@ -38,15 +39,20 @@ func looseRefs(w string, env []string, nrefs, n int) ([]string, error) {
 			i, i, i, 1700000000+i, len(msg), msg)
 	}
 	type variant struct {
-		name             string
-		refs, pack, pref bool
+		name       string
+		refs, pack bool
+		config     [2]string // set in the repository, if any
 	}
+	prefixes := [2]string{"core.alternateRefsPrefixes", "refs/heads refs/tags"}
+	command := [2]string{"core.alternateRefsCommand", "true"}
 	variants := []variant{
-		{"no revision refs", false, false, true},
-		{"loose", true, false, false},
-		{"packed", true, true, false},
-		{"loose, alternateRefsPrefixes", true, false, true},
-		{"packed, alternateRefsPrefixes", true, true, true},
+		{"no revision refs", false, false, command},
+		{"loose", true, false, [2]string{}},
+		{"packed", true, true, [2]string{}},
+		{"loose, alternateRefsPrefixes", true, false, prefixes},
+		{"packed, alternateRefsPrefixes", true, true, prefixes},
+		{"loose, alternateRefsCommand", true, false, command},
+		{"packed, alternateRefsCommand", true, true, command},
 	}
 	if err := run(w, nil, "git", "init", "-q", "-b", "main", work); err != nil {
 		return nil, err
@@ -59,8 +65,8 @@ func looseRefs(w string, env []string, nrefs, n int) ([]string, error) {
 		d := filepath.Join(w, fmt.Sprintf("refs%d.git", i))
 		dirs[i] = d
 		steps := [][]string{{"git", "init", "-q", "--bare", d}, {"git", "-C", d, "config", "receive.hideRefs", "refs/collab"}}
-		if v.pref {
-			steps = append(steps, []string{"git", "-C", d, "config", "core.alternateRefsPrefixes", "refs/heads refs/tags"})
+		if v.config[0] != "" {
+			steps = append(steps, []string{"git", "-C", d, "config", v.config[0], v.config[1]})
 		}
 		for _, s := range steps {
 			if err := run(w, nil, s[0], s[1:]...); err != nil {
