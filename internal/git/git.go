@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -127,6 +128,17 @@ func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 	}
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
+}
+
+// Detach starts git with args on r in a session of its own, with no input
+// or output, and leaves it running: work that nobody waits for.
+func (r Repo) Detach(args ...string) error {
+	cmd := r.Command(context.Background(), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return cmd.Process.Release()
 }
 
 // Init makes a bare repository at dir (with branch main), in a clean

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // repo makes a bare repository with a small history: a root, a commit
@@ -229,5 +231,47 @@ func TestReflog(t *testing.T) {
 	}
 	if _, err := r.Reflog("../../x"); err == nil {
 		t.Error("Reflog took a path")
+	}
+}
+
+// TestDetach: Detach returns while git still runs (here an alias that
+// waits on a fifo the test writes only afterwards), and git runs in a
+// session of its own, so the caller's connection is not kept open by it.
+func TestDetach(t *testing.T) {
+	r, _ := repo(t)
+	dir := t.TempDir()
+	fifo, out := filepath.Join(dir, "go"), filepath.Join(dir, "sid")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Field 6 of /proc/PID/stat is the session id.
+	alias := "alias.late=!read x < " + fifo + " && cut -d' ' -f6 /proc/$$/stat > " + out + ".tmp && mv " + out + ".tmp " + out
+	if err := r.Detach("-c", alias, "late"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for git's reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("go\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	deadline := time.Now().Add(time.Minute)
+	var sid []byte
+	for sid, err = os.ReadFile(out); err != nil; sid, err = os.ReadFile(out) {
+		if time.Now().After(deadline) {
+			t.Fatalf("git did not finish: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	own, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	fields := strings.Fields(string(own[strings.LastIndexByte(string(own), ')')+1:]))
+	if got := strings.TrimSpace(string(sid)); got == fields[3] {
+		t.Fatalf("git ran in the caller's session %s", got)
 	}
 }

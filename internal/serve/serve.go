@@ -279,7 +279,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 // "shims") just before git starts.
 // ok is false where serve could not make the relay's socket (it logged
 // why): git is then exec'd as without Spawn.
-func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, git string, argv, env []string, spawned func(hooks string)) (code int, ok bool) {
+func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPath string, argv, env []string, spawned func(hooks string)) (code int, ok bool) {
 	child, srv, err := relay.Pair()
 	if err != nil {
 		r.Log.WarnContext(ctx, "relay", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
@@ -296,6 +296,9 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, git st
 		argv = append([]string{"git", "-c", "core.hooksPath=" + hookdir.Dir(r.Root.Dir)}, argv[1:]...)
 		hooks = "direct"
 	}
+	// git's housekeeping check (gc --auto), which receive-pack would run
+	// while the pusher waits, runs once git is done, detached.
+	argv = append([]string{"git", "-c", "receive.autogc=false"}, argv[1:]...)
 	spawned(hooks)
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
@@ -310,7 +313,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, git st
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
-	code, err = r.Spawn(ctx, git, argv, env, files)
+	code, err = r.Spawn(ctx, gitPath, argv, env, files)
 	child.Close()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
@@ -318,6 +321,9 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, git st
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
 		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 		return 1, true
+	}
+	if err := git.Open(dir).Detach("gc", "--auto", "--quiet"); err != nil {
+		r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 	}
 	return code, true
 }

@@ -314,6 +314,10 @@ func TestReceivePackDirectHooks(t *testing.T) {
 			if named != tc.direct || len(files) != map[bool]int{true: 2, false: 1}[tc.direct] {
 				t.Errorf("argv %q with %d files; want direct hooks: %v", argv, len(files), tc.direct)
 			}
+			// serve runs git's gc --auto itself, after git (Repo.Detach).
+			if !slices.Contains(argv, "receive.autogc=false") {
+				t.Errorf("argv %q: receive-pack would run gc --auto while the pusher waits", argv)
+			}
 		})
 	}
 }
