@@ -1,7 +1,6 @@
 package repos
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -10,15 +9,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/collab-forge/collab/internal/pktline"
 )
 
 // TestConnectivityCheck speaks git's push protocol to receive-pack in a
-// repository with collab's configuration (Config) and sends packs that
-// leave out an object the pushed commit needs: receive-pack must refuse
-// each, whatever core.alternateRefsCommand lists (nothing: the check's
-// known tips are its --all), and even where the missing parent is one of
-// refs/collab's, which receive.hideRefs keeps out of --all. The complete
-// pack is accepted.
+// repository with collab's configuration (Config, whose
+// core.alternateRefsCommand lists no known tips) and sends packs that
+// leave out an object the pushed commit needs: each is refused and main
+// stays. A pack that leaves out only a parent the repository holds under
+// refs/collab/ (hidden from --all) is complete, and accepted, as is the
+// whole pack.
 func TestConnectivityCheck(t *testing.T) {
 	w := t.TempDir()
 	client := filepath.Join(w, "client")
@@ -92,7 +93,7 @@ func pushPack(t *testing.T, bare, client, old, newOID string, send []string) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	outPipe, err := rp.StdoutPipe()
+	out, err := rp.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,54 +102,32 @@ func pushPack(t *testing.T, bare, client, old, newOID string, send []string) str
 	if err := rp.Start(); err != nil {
 		t.Fatal(err)
 	}
-	out := bufio.NewReader(outPipe)
-	for { // the ref advertisement, up to its flush
-		if line, ok := readPkt(t, out); !ok {
-			break
-		} else if line == "" {
-			t.Fatal("receive-pack advertised nothing")
-		}
+	r := pktline.NewReader(out)
+	if adv, err := r.ReadSection(); err != nil || len(adv) == 0 {
+		t.Fatalf("ref advertisement: %q, %v", adv, err)
 	}
-	cmd := fmt.Sprintf("%s %s refs/heads/main\x00report-status\n", old, newOID)
-	fmt.Fprintf(in, "%04x%s0000", len(cmd)+4, cmd)
+	w := pktline.NewWriter(in)
+	if err := w.Line(fmt.Sprintf("%s %s refs/heads/main\x00report-status", old, newOID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := in.Write(data); err != nil {
 		t.Fatal(err)
 	}
 	in.Close()
 	var report strings.Builder
-	for {
-		line, ok := readPkt(t, out)
-		if !ok {
-			break
-		}
-		report.WriteString(line)
+	lines, err := r.ReadSection()
+	for _, l := range lines {
+		report.Write(l)
+		report.WriteByte('\n')
 	}
 	_, _ = io.Copy(io.Discard, out)
-	if err := rp.Wait(); err != nil {
-		t.Logf("receive-pack: %v: %s", err, stderr.String())
+	if werr := rp.Wait(); werr != nil || err != nil {
+		t.Logf("receive-pack: %v, %v: %s", werr, err, stderr.String())
 	}
 	return report.String() + stderr.String()
-}
-
-// readPkt reads one pkt-line; false at a flush packet.
-func readPkt(t *testing.T, r *bufio.Reader) (string, bool) {
-	t.Helper()
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		t.Fatalf("read pkt-line: %v", err)
-	}
-	var n int
-	if _, err := fmt.Sscanf(string(hdr[:]), "%04x", &n); err != nil {
-		t.Fatalf("pkt-line length %q: %v", hdr, err)
-	}
-	if n == 0 {
-		return "", false
-	}
-	buf := make([]byte, n-4)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		t.Fatalf("read pkt-line: %v", err)
-	}
-	return string(buf), true
 }
 
 func gitIn(t *testing.T, dir string, args ...string) string {
