@@ -27,12 +27,14 @@
 # 3. Without ssh: a stand-in transport (GIT_SSH_COMMAND) that does what sshd
 #    does with the command — sets SSH_ORIGINAL_COMMAND and runs collab-hook
 #    serve as the forced command, or runs the command through sh for the
-#    hookless floor. Goals: branch <= 1.35x, refs/for <= 1.60x.
+#    hookless floor. Goals: branch <= 1.35x, refs/for <= 1.60x. Its CPU
+#    column is the whole push's, client and server. (go run ./bench/builds
+#    compares two builds this way, interleaved in one run.)
 #
-# Server CPU is read from a cpuacct cgroup per sshd (or per stand-in
-# target) when cgroup v1's cpuacct is mounted, else from the sshd's reaped
-# children in /proc (10 ms ticks, so only its mean over the rounds means
-# anything). Wall time on a shared machine is noisy; CPU hardly moves.
+# Server CPU over ssh is read from a cpuacct cgroup per sshd when cgroup
+# v1's cpuacct is mounted, else from the sshd's reaped children in /proc
+# (10 ms ticks, so only its mean over the rounds means anything). Wall
+# time on a shared machine is noisy; CPU hardly moves.
 #
 #   bench/ssh.sh     BENCH_N=N rounds (default 21); BENCH_TREE=DIR measures
 #                    DIR/bin and DIR/deploy/sshd/install.sh instead of this
@@ -262,7 +264,9 @@ done
 GIT_SSH_COMMAND=${sshcmd[deploy]} git -C "$w/c-deploy" fetch -q origin
 cp -r "$w/c-deploy" "$w/c-deploy_for"
 
-now() { date +%s%N; }
+# now sets REPLY to the time in ns, without a fork: a command substitution
+# would fork a subshell, and date another process, inside the timed window.
+now() { local t=${EPOCHREALTIME/./}; REPLY=$((t * 1000)); }
 declare -A times cpus
 # change TARGET ROUND: the commit the round pushes. A branch push adds one
 # commit; a refs/for push makes a new revision of one patch (the issue's
@@ -300,14 +304,18 @@ run_op() {
 	clone_*) rm -rf "$w/clone" ;;
 	*) change "$t" "$i" ;;
 	esac
+	local r
+	r=$(ref "$t")
 	wait_idle "$pid"
 	c0=$(cpu_ns "$cg" "$pid")
-	a=$(now)
+	now
+	a=$REPLY
 	case "$t" in
 	clone_*) GIT_SSH_COMMAND=${sshcmd[$t]} git clone -q "${url[$t]}" "$w/clone" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
-	*) GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
+	*) GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$r" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
 	esac
-	b=$(now)
+	now
+	b=$REPLY
 	wait_idle "$pid"
 	c1=$(cpu_ns "$cg" "$pid")
 	times[$t]+="$(( (b - a) / 1000 )) "
@@ -332,7 +340,7 @@ row() { # LABEL TARGET FLOOR
 	printf '%-40s %9s %7s %11s %7s\n' "$1" "$(msf "${med[$2]}")" "$(ratio "${med[$2]}" "${med[$3]}")" \
 		"$(msf "${cpu[$2]}")" "$(ratio "${cpu[$2]}" "${cpu[$3]}")"
 }
-header() { printf '%-40s %9s %7s %11s %7s\n' "$1" "wall ms" "ratio" "server cpu" "ratio"; }
+header() { printf '%-40s %9s %7s %11s %7s\n' "$1" "wall ms" "ratio" "${2:-server cpu}" "ratio"; }
 
 cputag="cgroup, median"
 [ -n "$main_cg" ] || cputag="/proc ticks, mean"
@@ -376,9 +384,11 @@ login() { # TARGET PID CG PORT
 	local a b c0 c1 out
 	wait_idle "$2"
 	c0=$(cpu_ns "$3" "$2")
-	a=$(now)
+	now
+	a=$REPLY
 	out=$("$w/ssh-deploy" -p "$4" "$du@127.0.0.1" whoami 2>&1) || { echo "login $1: $out" >&2; exit 1; }
-	b=$(now)
+	now
+	b=$REPLY
 	wait_idle "$2"
 	c1=$(cpu_ns "$3" "$2")
 	times[$1]+="$(( (b - a) / 1000 )) "
@@ -402,19 +412,29 @@ echo "goal: key lookup <= 1.2x the CPU of a plain file ($(ratio "${cpu[keyscmd]}
 # --- 3. per-push cost without ssh -------------------------------------------
 # The stand-in does what sshd does with the client's command: for the
 # collab key, SSH_ORIGINAL_COMMAND and the forced command; for the floor,
-# the command through sh. Each target's processes run in its own cgroup.
+# the command through sh. CPU here is the whole push's, client and server
+# (git push and every process it waited for; not what serve detached).
+# Each push's stand-in once moved itself into a cgroup of its own: cgroup
+# v1's migration cost 10-25 ms inside the timed window of every target,
+# the floor's too, and hid most of the difference between them.
 standin() { # TARGET COMMAND: a transport script for TARGET
-	local t=$1 g
-	g=$(cg_new "$t")
-	{
-		echo '#!/bin/sh'
-		[ -n "$g" ] && echo "echo \$\$ > $g/cgroup.procs"
-		echo 'for last; do :; done'
-		echo "$2"
-	} > "$w/fake-$t"
-	chmod +x "$w/fake-$t"
-	[ -n "$g" ] && echo "$g" > "$w/cg-$t"
-	true
+	printf '#!/bin/sh\nfor last; do :; done\n%s\n' "$2" > "$w/fake-$1"
+	chmod +x "$w/fake-$1"
+}
+# kids_cpu_us sets REPLY to the CPU (user+sys) of this shell's reaped
+# children so far, in us. It forks nothing: times in a subshell would
+# count that subshell's children, and a fork between two readings would
+# be counted in the second.
+kids_cpu_us() {
+	local u s v m sec
+	times > "$w/times"
+	{ read -r _ _; read -r u s; } < "$w/times"
+	REPLY=0
+	for v in "$u" "$s"; do # MmS.FFFs
+		m=${v%%m*} sec=${v#*m}
+		sec=${sec%s}
+		REPLY=$((REPLY + (m * 60 + ${sec%.*}) * 1000000 + 10#${sec#*.} * 1000))
+	done
 }
 url[l_hookless]="ssh://local$w/lplain.git"
 url[l_collab]="ssh://local/bench.git"
@@ -435,16 +455,20 @@ for t in l_hookless l_collab l_collab_for l_serve; do
 	git -C "$w/c-$t" reset -q --hard origin/main 2>/dev/null || true
 done
 local_op() {
-	local t=$1 i=$2 d=$w/c-$1 a b c0=0 c1=0 g=
-	[ -f "$w/cg-$t" ] && g=$(cat "$w/cg-$t")
+	local t=$1 i=$2 d=$w/c-$1 a b c0 c1 r
 	change "$t" "$i"
-	[ -n "$g" ] && c0=$(cat "$g/cpuacct.usage")
-	a=$(now)
-	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$(ref "$t")" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
-	b=$(now)
-	[ -n "$g" ] && c1=$(cat "$g/cpuacct.usage")
+	r=$(ref "$t")
+	kids_cpu_us
+	c0=$REPLY
+	now
+	a=$REPLY
+	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$r" 2>"$w/err" || { cat "$w/err" >&2; exit 1; }
+	now
+	b=$REPLY
+	kids_cpu_us
+	c1=$REPLY
 	times[$t]+="$(( (b - a) / 1000 )) "
-	cpus[$t]+="$(( (c1 - c0) / 1000 )) "
+	cpus[$t]+="$(( c1 - c0 )) "
 }
 ref() { case "$1" in *_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
 ltargets=(l_hookless l_serve l_collab l_collab_for)
@@ -454,7 +478,7 @@ for i in $(seq "$N"); do
 done
 echo >&2
 summarise "${ltargets[@]}"
-header "without ssh (stand-in transport)"
+header "without ssh (stand-in transport)" "push cpu"
 row "hookless git-receive-pack" l_hookless l_hookless
 row "collab serve alone (hooks removed)" l_serve l_hookless
 row "collab serve + hooks, branch" l_collab l_hookless
