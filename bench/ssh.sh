@@ -266,7 +266,8 @@ cp -r "$w/c-deploy" "$w/c-deploy_for"
 
 # now sets REPLY to the time in ns, without a fork: a command substitution
 # would fork a subshell, and date another process, inside the timed window.
-now() { local t=${EPOCHREALTIME/./}; REPLY=$((t * 1000)); }
+# EPOCHREALTIME is us with the locale's decimal mark, which goes.
+now() { local t=${EPOCHREALTIME//[!0-9]/}; REPLY=$((10#$t * 1000)); }
 declare -A times cpus
 # change TARGET ROUND: the commit the round pushes. A branch push adds one
 # commit; a refs/for push makes a new revision of one patch (the issue's
