@@ -431,10 +431,10 @@ kids_cpu_us() {
 	times > "$w/times"
 	{ read -r _ _; read -r u s; } < "$w/times"
 	REPLY=0
-	for v in "$u" "$s"; do # MmS.FFFs
+	for v in "$u" "$s"; do # MmS.FFFs, with the locale's decimal mark
 		m=${v%%m*} sec=${v#*m}
 		sec=${sec%s}
-		REPLY=$((REPLY + (m * 60 + ${sec%.*}) * 1000000 + 10#${sec#*.} * 1000))
+		REPLY=$((REPLY + (m * 60 + 10#${sec%%[!0-9]*}) * 1000000 + 10#${sec##*[!0-9]} * 1000))
 	done
 }
 url[l_hookless]="ssh://local$w/lplain.git"
