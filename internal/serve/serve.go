@@ -246,7 +246,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		}
 		h.Rules = branches.PushRules(rules)
 		if lim.InputSize > 0 {
-			argv = []string{"git", "-c", "receive.maxInputSize=" + strconv.FormatInt(lim.InputSize, 10), p.sub, dir}
+			argv = withConfig(argv, "receive.maxInputSize="+strconv.FormatInt(lim.InputSize, 10))
 		}
 	}
 	env := gitEnv(r.Environ, h)
@@ -286,6 +286,9 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		return 0, false
 	}
 	files := []*os.File{child} // relay.ChildFD
+	// git's housekeeping check (gc --auto), which receive-pack would run
+	// while the pusher waits, runs once git is done, detached.
+	config := []string{"receive.autogc=false"}
 	hooks := "shims"
 	if fast := directHooks(r, dir); fast != nil {
 		defer fast.Close()
@@ -293,12 +296,10 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		// directory: without it git would find no hooks there, and skip
 		// them (so runGit's exec of git never names it).
 		files = append(files, fast) // hookdir.FD
-		argv = append([]string{"git", "-c", "core.hooksPath=" + hookdir.Dir(r.Root.Dir)}, argv[1:]...)
+		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir))
 		hooks = "direct"
 	}
-	// git's housekeeping check (gc --auto), which receive-pack would run
-	// while the pusher waits, runs once git is done, detached.
-	argv = append([]string{"git", "-c", "receive.autogc=false"}, argv[1:]...)
+	argv = withConfig(argv, config...)
 	spawned(hooks)
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
@@ -326,6 +327,16 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 	}
 	return code, true
+}
+
+// withConfig returns git's argv with "-c KV" for each kv before its
+// subcommand.
+func withConfig(argv []string, kv ...string) []string {
+	out := append(make([]string, 0, len(argv)+2*len(kv)), argv[0])
+	for _, c := range kv {
+		out = append(out, "-c", c)
+	}
+	return append(out, argv[1:]...)
 }
 
 // directHooks opens collab-hook-fast for git to run as the push's hooks

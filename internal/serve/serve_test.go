@@ -590,3 +590,17 @@ func TestJSONRefusal(t *testing.T) {
 		t.Errorf("git command got JSON: %q", res.stdout)
 	}
 }
+
+func TestWithConfig(t *testing.T) {
+	for _, tc := range []struct {
+		argv, kv, want []string
+	}{
+		{[]string{"git", "receive-pack", "d"}, nil, []string{"git", "receive-pack", "d"}},
+		{[]string{"git", "receive-pack", "d"}, []string{"a=1"}, []string{"git", "-c", "a=1", "receive-pack", "d"}},
+		{[]string{"git", "-c", "a=1", "receive-pack", "d"}, []string{"b=2", "c=3"}, []string{"git", "-c", "b=2", "-c", "c=3", "-c", "a=1", "receive-pack", "d"}},
+	} {
+		if got := withConfig(tc.argv, tc.kv...); !slices.Equal(got, tc.want) {
+			t.Errorf("withConfig(%q, %q) = %q, want %q", tc.argv, tc.kv, got, tc.want)
+		}
+	}
+}
