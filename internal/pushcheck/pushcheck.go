@@ -57,6 +57,15 @@ func ReadUpdates(r io.Reader) ([]Update, error) {
 	return us, sc.Err()
 }
 
+// FormatUpdates returns us as the lines ReadUpdates reads.
+func FormatUpdates(us []Update) string {
+	var b strings.Builder
+	for _, u := range us {
+		fmt.Fprintf(&b, "%s %s %s\n", u.Old, u.New, u.Ref)
+	}
+	return b.String()
+}
+
 // MovesBranches reports whether any update creates or moves a branch, the
 // only updates the merge scan looks at.
 func MovesBranches(us []Update) bool {
