@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,32 @@ func InHook(dir string) Repo { return Repo{Dir: dir, Mode: Hook} }
 // git gave a hook that another process runs (internal/relay).
 func InHookEnv(dir string, env []string) Repo {
 	return Repo{Dir: dir, Mode: Hook, env: append([]string{}, env...)}
+}
+
+// quarantineVars are what git sets for the hooks that run before the
+// pushed objects move into the repository (pre-receive, proc-receive).
+var quarantineVars = []string{"GIT_QUARANTINE_PATH", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"}
+
+// Unquarantined returns r without the push's quarantine: for a Hook-mode
+// Repo, its environment without the variables that point git at the
+// quarantined objects, as git gives post-receive once they moved in.
+func (r Repo) Unquarantined() Repo {
+	if r.Mode != Hook {
+		return r
+	}
+	env := r.env
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(quarantineVars, k) {
+			out = append(out, kv)
+		}
+	}
+	r.env = out
+	return r
 }
 
 // With returns r with the variables kv ("NAME=value") added to every

@@ -197,6 +197,20 @@ func TestCleanEnv(t *testing.T) {
 	if out, err := given.Run(ctx, nil, "-c", "alias.where=!pwd", "where"); err != nil || strings.TrimSpace(string(out)) != r.Dir {
 		t.Errorf("InHookEnv: git ran in %q (%v), want %s", out, err, r.Dir)
 	}
+	// Out of the quarantine: the same environment without the variables
+	// that point git at the quarantined objects.
+	for name, u := range map[string]Repo{"process": Repo{Dir: r.Dir, Mode: Hook}.Unquarantined(), "given": given.Unquarantined()} {
+		h := seen(u)
+		if strings.Contains(h, "GIT_QUARANTINE_PATH=") || strings.Contains(h, "GIT_OBJECT_DIRECTORY=") {
+			t.Errorf("Unquarantined (%s environment): git saw:\n%s", name, h)
+		}
+		if keep := map[string]string{"process": "LD_PRELOAD=/nonexistent/evil.so", "given": "HOME=/given"}[name]; !strings.Contains(h, keep) {
+			t.Errorf("Unquarantined (%s environment) lost %s:\n%s", name, keep, h)
+		}
+	}
+	if u := r.Unquarantined(); strings.Join(u.Env(), " ") != strings.Join(r.Env(), " ") {
+		t.Errorf("Unquarantined changed a clean Repo: %q", u.Env())
+	}
 	// Values collab sets itself are added on top.
 	if w := seen(r.With("GIT_INDEX_FILE=/tmp/x")); !strings.Contains(w, "GIT_INDEX_FILE=/tmp/x") {
 		t.Errorf("With: not passed:\n%s", w)
