@@ -31,6 +31,11 @@ const FDVar = "COLLAB_HOOK_FD"
 // ChildFD is the socket's fd in git (the first of exec.Cmd.ExtraFiles).
 const ChildFD = 3
 
+// Prefetch is the request a pre-receive that passed sends (Tell) for a
+// push that moves a branch: its update lines on stdin, for serve to start
+// the merge scan's walks while git goes on (push.Prefetch).
+const Prefetch = "prefetch"
+
 // MaxRequest bounds a request: a hook's environment is a few KiB.
 const MaxRequest = 128 << 10
 
@@ -82,6 +87,45 @@ var ErrGone = errors.New("the forge stopped while it ran the hook")
 // An error wrapping ErrNotSent means serve got nothing (no such socket,
 // serve gone); any other means it may have run the hook.
 func Ask(fd int, req Request) (int, error) {
+	reply, err := send(fd, req, [3]int{0, 1, 2})
+	if err != nil {
+		return 0, err
+	}
+	defer syscall.Close(reply)
+	var b [1]byte
+	for {
+		n, err := syscall.Read(reply, b[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n != 1 {
+			return 0, ErrGone
+		}
+		return int(b[0]), nil
+	}
+}
+
+// Tell hands req to serve with stdin as its input and no output (the null
+// device), and returns without waiting for it to run: for work whose
+// outcome the sender does not need. Nothing of this process stays open in
+// serve: git, which reads a hook's output until every copy is closed,
+// does not wait for the work.
+func Tell(fd int, req Request, stdin *os.File) error {
+	null, err := syscall.Open(os.DevNull, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotSent, err)
+	}
+	defer syscall.Close(null)
+	reply, err := send(fd, req, [3]int{int(stdin.Fd()), null, null})
+	if err != nil {
+		return err
+	}
+	return syscall.Close(reply)
+}
+
+// send sends req with stdio (the hook's stdin, stdout and stderr) and a
+// reply socket, and returns the reply socket's other end.
+func send(fd int, req Request, stdio [3]int) (reply int, err error) {
 	if t, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE); err != nil || t != syscall.SOCK_SEQPACKET {
 		return 0, fmt.Errorf("%w: fd %d is not serve's socket", ErrNotSent, fd)
 	}
@@ -93,24 +137,14 @@ func Ask(fd int, req Request) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrNotSent, err)
 	}
-	defer syscall.Close(pair[0])
-	rights := syscall.UnixRights(0, 1, 2, pair[1])
+	rights := syscall.UnixRights(stdio[0], stdio[1], stdio[2], pair[1])
 	err = syscall.Sendmsg(fd, msg, rights, nil, syscall.MSG_NOSIGNAL)
 	syscall.Close(pair[1])
 	if err != nil {
+		syscall.Close(pair[0])
 		return 0, fmt.Errorf("%w: %v", ErrNotSent, err)
 	}
-	var b [1]byte
-	for {
-		n, err := syscall.Read(pair[0], b[:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil || n != 1 {
-			return 0, ErrGone
-		}
-		return int(b[0]), nil
-	}
+	return pair[0], nil
 }
 
 // Handler runs one relayed hook on the hook's own files and returns its

@@ -16,6 +16,22 @@ import (
 // The hook side runs in a child process (this test binary again), as a
 // hook does: its stdio are what travels to the server.
 func TestMain(m *testing.M) {
+	if os.Getenv("RELAY_TEST_TELL") != "" {
+		fd, _ := strconv.Atoi(os.Getenv(FDVar))
+		r, w, err := os.Pipe()
+		if err == nil {
+			_, err = w.WriteString("told lines")
+			w.Close()
+		}
+		if err == nil {
+			err = Tell(fd, Request{Hook: Prefetch, Dir: "/d"}, r)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tell:", err)
+			os.Exit(101)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("RELAY_TEST_HOOK") != "" {
 		fd, _ := strconv.Atoi(os.Getenv(FDVar))
 		code, err := Ask(fd, Request{Hook: os.Getenv("RELAY_TEST_HOOK"), Dir: "/some/dir", Env: []string{"A=1", "B=two words"}})
@@ -162,4 +178,42 @@ func socketpair() ([2]*os.File, error) {
 // sendRaw sends msg with the reply socket alone attached.
 func sendRaw(fd int, msg []byte, reply *os.File) error {
 	return syscall.Sendmsg(fd, msg, syscall.UnixRights(int(reply.Fd())), nil, syscall.MSG_NOSIGNAL)
+}
+
+// Tell returns without waiting for the handler, which gets the stdin Tell
+// gave, and the server stays usable when the teller is gone before the
+// handler answers.
+func TestTell(t *testing.T) {
+	child, s, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	release := make(chan struct{})
+	got := make(chan string, 2)
+	go s.Serve(func(req Request, stdin, stdout, stderr *os.File) int {
+		in, _ := io.ReadAll(stdin)
+		if req.Hook == Prefetch {
+			<-release // the teller has exited by now
+		}
+		got <- req.Hook + ":" + string(in)
+		return 0
+	})
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "RELAY_TEST_TELL=1", FDVar+"="+strconv.Itoa(ChildFD))
+	cmd.ExtraFiles = []*os.File{child}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("teller: %v: %s", err, out)
+	}
+	close(release)
+	if g := <-got; g != Prefetch+":told lines" {
+		t.Errorf("handler got %q", g)
+	}
+	if code, out, _ := hook(t, "post-receive", child, "next"); code != 0 || out != "" {
+		t.Errorf("a hook after the teller: exit %d, stdout %q", code, out)
+	}
+	if g := <-got; g != "post-receive:next" {
+		t.Errorf("handler got %q", g)
+	}
+	s.Close()
 }
