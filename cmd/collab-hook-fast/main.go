@@ -2,9 +2,11 @@
 // every ssh login and every push: sshd's AuthorizedKeysCommand
 // (keys-command, answered from the key index), the pre-receive hook of a
 // push whose serve hand-off covers it (hookenv.Handoff.Stamped: write
-// access, push limits and branch rules, read by serve moments before),
-// and proc-receive and post-receive of a push through serve, which it
-// hands to that serve (internal/relay). It links no SQLite driver and no
+// access, push limits and branch rules, read by serve moments before;
+// where it passes and moves a branch, serve gets the updates to start the
+// merge scan's walk early, push.Prefetch), and proc-receive and
+// post-receive of a push through serve, which it hands to that serve
+// (internal/relay). It links no SQLite driver and no
 // command-line framework, so it starts in about the time of an empty Go
 // program, where collab-hook takes twice that; TestFastDeps keeps it so.
 //
@@ -163,5 +165,45 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return true, 1
 	}
+	if err := prefetch(us); err != nil {
+		// Only a head start lost: post-receive walks itself.
+		log.Warn("merge scan prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
+	}
 	return true, 0
+}
+
+// maxPrefetch bounds the update lines prefetch writes into a pipe before
+// anyone reads it: well under a pipe's 64 KiB, so the write never waits.
+const maxPrefetch = 32 << 10
+
+// prefetch hands the serve that started this push's receive-pack, where
+// there is one, the updates of a push that passed and moves a branch
+// (relay.Prefetch), for it to start the merge scan's walks while git
+// moves the objects in and updates the refs; it does not wait.
+func prefetch(us []pushcheck.Update) error {
+	fd, err := strconv.Atoi(os.Getenv(relay.FDVar))
+	if err != nil || !pushcheck.MovesBranches(us) {
+		return nil
+	}
+	lines := pushcheck.FormatUpdates(us)
+	if len(lines) > maxPrefetch {
+		return nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = w.WriteString(lines)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return relay.Tell(fd, relay.Request{Hook: relay.Prefetch, Dir: wd, Env: os.Environ()}, r)
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -25,13 +24,14 @@ import (
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
 
 // Names returns the hooks Run knows: git's three, and the detached merge
 // scan post-receive starts for updates too big to scan while the pusher
-// waits.
+// waits. Run also takes relay.Prefetch where Hook.Prefetch is set.
 func Names() []string { return []string{"pre-receive", "proc-receive", "post-receive", "merge-scan"} }
 
 // Hook is one run of a hook.
@@ -55,6 +55,9 @@ type Hook struct {
 	// Repo, when set, is the repository key the hook must be about:
 	// serve relaying a hook of the push it serves.
 	Repo string
+	// Prefetch, when set, is the push's (serve's): relay.Prefetch starts
+	// the merge scan's walks in it, and post-receive takes them.
+	Prefetch *push.Prefetch
 }
 
 // Run runs h and returns its exit code. Refusals and failures are one
@@ -87,7 +90,7 @@ func Run(ctx context.Context, h Hook) int {
 		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return 1
 	}
-	if !slices.Contains(Names(), h.Name) {
+	if !slices.Contains(Names(), h.Name) && (h.Name != relay.Prefetch || h.Prefetch == nil) {
 		return fail(fmt.Errorf("unknown hook %q", h.Name))
 	}
 	key, dir, err := pushcheck.RepoDirOf(h.Root.ReposDir(), h.Dir, getenv("GIT_DIR"))
@@ -124,6 +127,7 @@ func Run(ctx context.Context, h Hook) int {
 		Root: h.Root, Repo: key, Git: g, DB: h.DB,
 		Principal: hand.Principal, WriteChecked: checked, URL: h.URL,
 		Stderr: h.Stderr, Log: h.Log, Now: time.Now, Limits: hand.Limits,
+		Prefetched: h.Prefetch,
 	}
 	if h.Name == "pre-receive" && hand.Stamped(key, time.Now()) {
 		e.Rules, e.Level = hand.Rules, hand.Checked.Level
@@ -165,6 +169,8 @@ func Run(ctx context.Context, h Hook) int {
 		if err != nil {
 			return fail(err)
 		}
+	case relay.Prefetch:
+		h.Prefetch.Start(ctx, e, us)
 	case "merge-scan":
 		// A detached run for updates too big to scan while the pusher
 		// waits: nobody reads its output; it logs.
@@ -199,10 +205,7 @@ func background(root forge.Root, dir, url string, environ []string, updates []pu
 // buffer (64 KiB, some 650 updates) written before it would wait for a
 // reader that did not exist yet, and hang the hook.
 func detach(bin string, args []string, dir string, environ []string, updates []push.Update) error {
-	var b strings.Builder
-	for _, u := range updates {
-		fmt.Fprintf(&b, "%s %s %s\n", u.Old, u.New, u.Ref)
-	}
+	lines := pushcheck.FormatUpdates(updates)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -218,7 +221,7 @@ func detach(bin string, args []string, dir string, environ []string, updates []p
 		w.Close()
 		return err
 	}
-	_, err = w.WriteString(b.String())
+	_, err = w.WriteString(lines)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -161,7 +161,11 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 		segs = append(segs, own)
 		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New)
 		ms0 := time.Now()
+		taken := e.prefetchedWalks
 		merged, err := e.scanSegments(ctx, branch, segs, from, budget)
+		if e.prefetchedWalks > taken {
+			log = log.With("walk", "prefetched")
+		}
 		if errors.Is(err, ErrTooBig) {
 			log.Info("merge scan", "OUTCOME", "deferred", "DURATION_MS", ms(ms0), "budget", budget)
 			e.say("collab: more than %d new commits on %s: the merge scan continues in the background", budget, branch)
@@ -297,6 +301,21 @@ func chain(log []git.ReflogEntry, from, to string) []Segment {
 	return []Segment{{Old: from, New: to, By: access.Unknown}}
 }
 
+// walk is e.Git.Walk, from the walk serve prefetched where there is one.
+func (e *Env) walk(ctx context.Context, revs []string, fn func(git.Commit) error) error {
+	commits, ok := e.Prefetched.take(ctx, revs)
+	if !ok {
+		return e.Git.Walk(ctx, revs, fn)
+	}
+	e.prefetchedWalks++
+	for _, c := range commits {
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RecentPackObjects returns the number of objects in the newest pack of
 // the repository at dir when index-pack wrote it within the last minute and
 // it holds object oid (a push of more than receive.unpackLimit objects keeps
@@ -430,7 +449,7 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 	}
 	walked := 0
 	if len(open) > 0 {
-		err = e.Git.Walk(ctx, r.Revs, func(c git.Commit) error {
+		err = e.walk(ctx, r.Revs, func(c git.Commit) error {
 			if walked++; budget > 0 && walked > budget {
 				return ErrTooBig
 			}

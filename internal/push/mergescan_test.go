@@ -39,8 +39,16 @@ func (f *testForge) mergedTopic() string {
 // squash each mark the patch merged; a rebase or a squash first pins the
 // merged commit as the last revision, with the old tip's merge base.
 func TestMergeScanKinds(t *testing.T) {
-	for _, kind := range []string{"ff", "merge", "rebase", "squash"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, tc := range []struct {
+		kind     string
+		prefetch bool // the walk serve prefetched (Prefetch), as through serve
+	}{{"ff", false}, {"merge", false}, {"rebase", false}, {"squash", false}, {"ff", true}, {"merge", true}, {"rebase", true}, {"squash", true}} {
+		kind := tc.kind
+		name := kind
+		if tc.prefetch {
+			name += ", prefetched"
+		}
+		t.Run(name, func(t *testing.T) {
 			f := newForge(t)
 			f.git("checkout", "-q", "-b", "topic")
 			rev := f.commit("Topic\n\nPatch: " + pid)
@@ -63,9 +71,18 @@ func TestMergeScanKinds(t *testing.T) {
 			u := f.moveMain("bob")
 			f.env.Principal = "bob"
 			f.said.Reset()
+			if tc.prefetch {
+				p := NewPrefetch(f.ctx)
+				defer p.Close()
+				p.Start(f.ctx, f.env, []Update{u})
+				f.env.Prefetched = p
+			}
 			deferred, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget)
 			if err != nil || len(deferred) != 0 {
 				t.Fatalf("PostReceive: %v %v", deferred, err)
+			}
+			if got, want := f.env.prefetchedWalks, map[bool]int{true: 1}[tc.prefetch]; got != want {
+				t.Errorf("%d prefetched walks taken, want %d", got, want)
 			}
 			want := rev
 			if kind == "rebase" || kind == "squash" {

@@ -32,6 +32,7 @@ import (
 	"github.com/collab-forge/collab/internal/hookrun"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
+	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -301,6 +302,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	}
 	argv = withConfig(argv, config...)
 	spawned(hooks)
+	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
@@ -311,6 +313,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
 			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: req.Env, Dir: req.Dir,
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
+			Prefetch: prefetch,
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
@@ -318,6 +321,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	child.Close()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
+	prefetch.Close()
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
 		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
@@ -366,8 +370,9 @@ func directHooks(r *Request, dir string) *os.File {
 }
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:
-// collab-hook-fast decides it with serve's hand-off, at the same cost.
-var relayed = map[string]bool{"proc-receive": true, "post-receive": true}
+// collab-hook-fast decides it with serve's hand-off, at the same cost, and
+// hands serve a relay.Prefetch for a push that passed and moves a branch.
+var relayed = map[string]bool{relay.Prefetch: true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
 func gitProgram(words []string) (string, bool) {
