@@ -97,6 +97,33 @@ func (r Repo) Unquarantined() Repo {
 	return r
 }
 
+// BesideQuarantine returns r, for a Hook-mode Repo in a push's quarantine,
+// with the repository's own objects first and the quarantined ones as an
+// alternate: it starts whether or not git has removed the quarantine yet,
+// which a git pointed into the quarantine cannot, and finds the pushed
+// objects before and after git moves them in. An object git moves between
+// git's two lookups (the repository, then the quarantine) is not found:
+// the command fails, it never answers wrongly. Outside a quarantine it is
+// r.
+func (r Repo) BesideQuarantine() Repo {
+	q := r.getenv("GIT_OBJECT_DIRECTORY")
+	if r.Mode != Hook || r.getenv("GIT_QUARANTINE_PATH") == "" || q == "" {
+		return r
+	}
+	return r.Unquarantined().With("GIT_ALTERNATE_OBJECT_DIRECTORIES=" + q)
+}
+
+// getenv is the value of variable k in r's environment.
+func (r Repo) getenv(k string) string {
+	env := r.Env()
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // With returns r with the variables kv ("NAME=value") added to every
 // command's environment. Only collab's own values belong here.
 func (r Repo) With(kv ...string) Repo {

@@ -289,3 +289,54 @@ func TestDetach(t *testing.T) {
 		t.Fatalf("git ran in the caller's session %s", got)
 	}
 }
+
+// A read beside the quarantine finds a pushed object before and after git
+// moves it in, and starts after git removed the quarantine, where a git
+// pointed into the quarantine no longer starts.
+func TestBesideQuarantine(t *testing.T) {
+	ctx := context.Background()
+	r, _ := repo(t)
+	objects := filepath.Join(r.Dir, "objects")
+	q := filepath.Join(objects, "tmp_objdir-incoming-test")
+	if err := os.MkdirAll(q, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hook := InHookEnv(r.Dir, append(os.Environ(), "GIT_QUARANTINE_PATH="+q, "GIT_OBJECT_DIRECTORY="+q, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+objects))
+	out, err := hook.Run(ctx, strings.NewReader("pushed"), "hash-object", "-w", "--stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oid := strings.TrimSpace(string(out))
+	has := func(g Repo) error {
+		_, err := g.Run(ctx, nil, "cat-file", "-e", oid)
+		return err
+	}
+	if err := has(r); err == nil {
+		t.Fatal("the quarantined object is in the repository already")
+	}
+	beside := hook.BesideQuarantine()
+	if err := has(beside); err != nil {
+		t.Errorf("beside the quarantine, before the move: %v", err)
+	}
+	// What git does once pre-receive passed: the object moves in, the
+	// quarantine goes.
+	rel := filepath.Join(oid[:2], oid[2:])
+	if err := os.MkdirAll(filepath.Join(objects, oid[:2]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(q, rel), filepath.Join(objects, rel)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(q); err != nil {
+		t.Fatal(err)
+	}
+	if err := has(beside); err != nil {
+		t.Errorf("beside the quarantine, after git removed it: %v", err)
+	}
+	if err := has(hook); err == nil {
+		t.Error("a git pointed into the removed quarantine started: the test shows nothing")
+	}
+	if got := r.BesideQuarantine(); strings.Join(got.Env(), " ") != strings.Join(r.Env(), " ") {
+		t.Errorf("BesideQuarantine changed a Repo outside a quarantine: %q", got.Env())
+	}
+}
