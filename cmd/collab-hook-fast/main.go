@@ -3,8 +3,8 @@
 // (keys-command, answered from the key index), the pre-receive hook of a
 // push whose serve hand-off covers it (hookenv.Handoff.Stamped: write
 // access, push limits and branch rules, read by serve moments before;
-// where it passes and moves a branch, serve gets the updates to start the
-// merge scan's walk early, push.Prefetch), and proc-receive and
+// where it passes, serve gets the updates to start what proc-receive and
+// the merge scan read early, push.Prefetch), and proc-receive and
 // post-receive of a push through serve, which it hands to that serve
 // (internal/relay). It links no SQLite driver and no
 // command-line framework, so it starts in about the time of an empty Go
@@ -22,7 +22,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -166,23 +168,26 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 		return true, 1
 	}
 	if err := prefetch(us); err != nil {
-		// Only a head start lost: post-receive walks itself.
+		// Only a head start lost: the hooks read themselves.
 		log.Warn("merge scan prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
 	}
 	return true, 0
 }
+
+func isFor(u pushcheck.Update) bool { return strings.HasPrefix(u.Ref, pushcheck.ForPrefix) }
 
 // maxPrefetch bounds the update lines prefetch writes into a pipe before
 // anyone reads it: well under a pipe's 64 KiB, so the write never waits.
 const maxPrefetch = 32 << 10
 
 // prefetch hands the serve that started this push's receive-pack, where
-// there is one, the updates of a push that passed and moves a branch
-// (relay.Prefetch), for it to start the merge scan's walks while git
-// moves the objects in and updates the refs; it does not wait.
+// there is one, the updates of a push that passed and has refs/for
+// updates or moves a branch (relay.Prefetch), for it to start what
+// proc-receive and the merge scan read while git moves the objects in; it
+// does not wait.
 func prefetch(us []pushcheck.Update) error {
 	fd, err := strconv.Atoi(os.Getenv(relay.FDVar))
-	if err != nil || !pushcheck.MovesBranches(us) {
+	if err != nil || !(pushcheck.MovesBranches(us) || slices.ContainsFunc(us, isFor)) {
 		return nil
 	}
 	lines := pushcheck.FormatUpdates(us)

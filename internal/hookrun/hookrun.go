@@ -105,7 +105,7 @@ func Run(ctx context.Context, h Hook) int {
 		if us, err = pushcheck.ReadUpdates(h.Stdin); err != nil {
 			return fail(err)
 		}
-		if h.Name != "pre-receive" && !pushcheck.MovesBranches(us) {
+		if (h.Name == "post-receive" || h.Name == "merge-scan") && !pushcheck.MovesBranches(us) {
 			return 0 // a refs/for push: nothing for the merge scan
 		}
 	}

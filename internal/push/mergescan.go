@@ -161,10 +161,10 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 		segs = append(segs, own)
 		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New)
 		ms0 := time.Now()
-		taken := e.prefetchedWalks
+		taken := e.prefetched
 		merged, err := e.scanSegments(ctx, branch, segs, from, budget)
-		if e.prefetchedWalks > taken {
-			log = log.With("walk", "prefetched")
+		if e.prefetched > taken {
+			log = log.With("WALK", "prefetched")
 		}
 		if errors.Is(err, ErrTooBig) {
 			log.Info("merge scan", "OUTCOME", "deferred", "DURATION_MS", ms(ms0), "budget", budget)
@@ -299,21 +299,6 @@ func chain(log []git.ReflogEntry, from, to string) []Segment {
 		}
 	}
 	return []Segment{{Old: from, New: to, By: access.Unknown}}
-}
-
-// walk is e.Git.Walk, from the walk serve prefetched where there is one.
-func (e *Env) walk(ctx context.Context, revs []string, fn func(git.Commit) error) error {
-	commits, ok := e.Prefetched.take(ctx, revs)
-	if !ok {
-		return e.Git.Walk(ctx, revs, fn)
-	}
-	e.prefetchedWalks++
-	for _, c := range commits {
-		if err := fn(c); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // RecentPackObjects returns the number of objects in the newest pack of

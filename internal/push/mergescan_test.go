@@ -81,7 +81,7 @@ func TestMergeScanKinds(t *testing.T) {
 			if err != nil || len(deferred) != 0 {
 				t.Fatalf("PostReceive: %v %v", deferred, err)
 			}
-			if got, want := f.env.prefetchedWalks, map[bool]int{true: 1}[tc.prefetch]; got != want {
+			if got, want := f.env.prefetched, map[bool]int{true: 1}[tc.prefetch]; got != want {
 				t.Errorf("%d prefetched walks taken, want %d", got, want)
 			}
 			want := rev

@@ -8,6 +8,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/pushcheck"
 )
 
 // prefetchCap bounds the commits one prefetched walk keeps: a push of more
@@ -17,20 +18,24 @@ const prefetchCap = 1000
 // errCapped stops a prefetched walk at prefetchCap.
 var errCapped = errors.New("prefetch: more commits than it keeps")
 
-// Prefetch runs the merge scan's commit walks of one push ahead of its
-// post-receive. Once pre-receive has passed, collab-hook-fast hands the
-// push's updates to serve (relay.Prefetch), which starts the walks on the
-// quarantined objects: git then moves those objects in, updates the refs
-// and starts post-receive while the walks run, where the scan would
-// otherwise start its walk only then, with the pusher waiting.
+// Prefetch runs the git reads of one push's later hooks ahead of them:
+// proc-receive's read of each refs/for tip (git.Repo.PushedRange) and the
+// merge scan's walk of each branch move. Once pre-receive has passed,
+// collab-hook-fast hands the push's updates to serve (relay.Prefetch),
+// which starts the reads on the quarantined objects: git then moves those
+// objects in, updates the refs and starts the hook while the reads run,
+// where the hook would otherwise start its read only then, with the pusher
+// waiting.
 //
-// A walk's commits are the same wherever it runs: NEW ^OLD names objects,
-// which do not change, and the push moves no ref a walk reads (Start
-// prefetches only pushes that update branches alone, so no replace ref
-// moves). A walk that could not run in the quarantine (git removed it as
-// the walk started) runs outside it, where the objects went; one that
-// still failed, or was cut short, is not used, and post-receive walks as
-// without.
+// A read gives the same wherever it runs: it names objects, which do not
+// change, and refs the push does not move before the hook (Start
+// prefetches only pushes of branches and refs/for alone, so no replace ref
+// moves, and git runs proc-receive before it updates any branch). Like any
+// read of a branch, proc-receive's may see it as a concurrent push left it
+// a moment earlier. A read runs beside the quarantine, which git removes
+// once it moved the objects in, and once more outside it where that
+// failed; one that still failed, or was cut short, is not used, and the
+// hook reads as without.
 //
 // The zero value is not usable: NewPrefetch. A nil *Prefetch prefetches
 // nothing.
@@ -39,42 +44,70 @@ type Prefetch struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	walks  map[string]*walk
+	jobs   map[string]*job
 }
 
-// walk is one prefetched walk: its commits once done is closed, and
-// whether it ran to the end.
-type walk struct {
-	done     chan struct{}
-	commits  []git.Commit
-	complete bool
+// job is one prefetched read: its value once done is closed, and whether
+// it may be used.
+type job struct {
+	done chan struct{}
+	val  any
+	ok   bool
 }
 
-// NewPrefetch returns a Prefetch whose walks end with ctx or Close.
+// pushedRange is a prefetched git.Repo.PushedRange.
+type pushedRange struct {
+	pushed git.Pushed
+	found  bool
+}
+
+// NewPrefetch returns a Prefetch whose reads end with ctx or Close.
 func NewPrefetch(ctx context.Context) *Prefetch {
 	ctx, cancel := context.WithCancel(ctx)
-	return &Prefetch{ctx: ctx, cancel: cancel, walks: map[string]*walk{}}
+	return &Prefetch{ctx: ctx, cancel: cancel, jobs: map[string]*job{}}
 }
 
-// Start walks, in the background, the new commits of each update in
-// updates that moves a branch with open patches, on e.Git (the hook's
-// environment: pre-receive's quarantine). It prefetches nothing for a push
-// that updates anything other than branches, nor for a branch it creates
-// (whose scan excludes what the other refs reached, read after the push).
+func walkKey(revs []string) string       { return "walk " + strings.Join(revs, " ") }
+func rangeKey(tip, branch string) string { return "range " + tip + " " + branch }
+
+// Start reads, in the background and on e.Git (the hook's environment:
+// pre-receive's quarantine), what proc-receive will read of each refs/for
+// update, and the new commits of each update that moves a branch with open
+// patches. It prefetches nothing for a push that updates anything else,
+// nor the walk of a branch it creates (which excludes what the other refs
+// reached, read after the push).
 func (p *Prefetch) Start(ctx context.Context, e *Env, updates []Update) {
-	if p == nil || e.DB == nil {
+	if p == nil {
 		return
 	}
-	var moves []Update
+	var moves, fors []Update
 	for _, u := range updates {
-		if !strings.HasPrefix(u.Ref, HeadsPrefix) {
+		switch {
+		case strings.HasPrefix(u.Ref, HeadsPrefix):
+			if u.Old != git.ZeroOID && u.New != git.ZeroOID {
+				moves = append(moves, u)
+			}
+		case strings.HasPrefix(u.Ref, pushcheck.ForPrefix):
+			fors = append(fors, u)
+		default:
 			return
 		}
-		if u.Old != git.ZeroOID && u.New != git.ZeroOID {
-			moves = append(moves, u)
-		}
 	}
-	if len(moves) == 0 {
+	for _, u := range fors {
+		branch, err := pushcheck.BaseOf(u.Ref)
+		if err != nil || !git.IsOID(u.New) || u.New == git.ZeroOID {
+			continue // proc-receive refuses it
+		}
+		p.start(rangeKey(u.New, branch), func(ctx context.Context) (any, bool) {
+			var r pushedRange
+			err := unquarantined(ctx, e.Git, func(g git.Repo) (err error) {
+				r.pushed, r.found, err = g.PushedRange(ctx, u.New, HeadsPrefix+branch, pushedLimit)
+				return err
+			})
+			return r, err == nil
+		})
+	}
+	if len(moves) == 0 || e.DB == nil {
 		return
 	}
 	bases, err := patches.OpenBases(ctx, e.DB.R(), e.Repo)
@@ -83,77 +116,110 @@ func (p *Prefetch) Start(ctx context.Context, e *Env, updates []Update) {
 		e.logger().Warn("merge scan prefetch", "PRINCIPAL", e.Principal, "REPO", e.Repo, "error", err.Error())
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, u := range moves {
 		if !bases[strings.TrimPrefix(u.Ref, HeadsPrefix)] {
 			continue
 		}
 		revs := Segment{Old: u.Old, New: u.New}.revs()
-		key := strings.Join(revs, " ")
-		if _, ok := p.walks[key]; ok {
-			continue
-		}
-		w := &walk{done: make(chan struct{})}
-		p.walks[key] = w
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer close(w.done)
-			w.commits, w.complete = prefetchWalk(p.ctx, e.Git, revs)
-		}()
-	}
-}
-
-// prefetchWalk walks revs on g, the hook's git: in the quarantine, and
-// where that failed, outside it. git removes the quarantine once it moved
-// its objects in, so a walk that starts after that cannot start there,
-// and finds the objects where they went.
-func prefetchWalk(ctx context.Context, g git.Repo, revs []string) (commits []git.Commit, complete bool) {
-	for _, g := range []git.Repo{g, g.Unquarantined()} {
-		commits = commits[:0]
-		err := g.Walk(ctx, revs, func(c git.Commit) error {
-			if len(commits) == prefetchCap {
-				return errCapped
-			}
-			commits = append(commits, c)
-			return nil
-		})
-		if err == nil || errors.Is(err, errCapped) || ctx.Err() != nil {
+		p.start(walkKey(revs), func(ctx context.Context) (any, bool) {
+			var commits []git.Commit
+			err := unquarantined(ctx, e.Git, func(g git.Repo) error {
+				commits = commits[:0]
+				return g.Walk(ctx, revs, func(c git.Commit) error {
+					if len(commits) == prefetchCap {
+						return errCapped
+					}
+					commits = append(commits, c)
+					return nil
+				})
+			})
 			return commits, err == nil
-		}
+		})
 	}
-	return nil, false
 }
 
-// take returns the commits of the prefetched walk of revs, waiting for it,
-// and forgets it; ok is false where there is none, or it failed or was
-// cut short.
-func (p *Prefetch) take(ctx context.Context, revs []string) (commits []git.Commit, ok bool) {
+// start runs read in the background as the job key, unless there is one.
+func (p *Prefetch) start(key string, read func(context.Context) (any, bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.jobs[key]; ok {
+		return
+	}
+	j := &job{done: make(chan struct{})}
+	p.jobs[key] = j
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(j.done)
+		j.val, j.ok = read(p.ctx)
+	}()
+}
+
+// unquarantined runs read on g, the hook's git, beside the quarantine
+// (git.Repo.BesideQuarantine: git may remove it at any moment) and, where
+// that failed (an object moved in between two of git's lookups), once
+// more outside it, where by then the objects are, if the push is going
+// on. A read cut short is not retried.
+func unquarantined(ctx context.Context, g git.Repo, read func(git.Repo) error) error {
+	err := read(g.BesideQuarantine())
+	if err == nil || errors.Is(err, errCapped) || ctx.Err() != nil {
+		return err
+	}
+	return read(g.Unquarantined())
+}
+
+// take returns the value of the job key, waiting for it, and forgets it;
+// ok is false where there is none, or it failed or was cut short.
+func (p *Prefetch) take(ctx context.Context, key string) (val any, ok bool) {
 	if p == nil {
 		return nil, false
 	}
-	key := strings.Join(revs, " ")
 	p.mu.Lock()
-	w := p.walks[key]
-	delete(p.walks, key)
+	j := p.jobs[key]
+	delete(p.jobs, key)
 	p.mu.Unlock()
-	if w == nil {
+	if j == nil {
 		return nil, false
 	}
 	select {
-	case <-w.done:
+	case <-j.done:
 	case <-ctx.Done():
 		return nil, false
 	}
-	return w.commits, w.complete
+	return j.val, j.ok
 }
 
-// Close stops the walks nobody took and waits for them to end.
+// Close stops the reads nobody took and waits for them to end.
 func (p *Prefetch) Close() {
 	if p == nil {
 		return
 	}
 	p.cancel()
 	p.wg.Wait()
+}
+
+// walk is e.Git.Walk, from the walk serve prefetched where there is one.
+func (e *Env) walk(ctx context.Context, revs []string, fn func(git.Commit) error) error {
+	val, ok := e.Prefetched.take(ctx, walkKey(revs))
+	if !ok {
+		return e.Git.Walk(ctx, revs, fn)
+	}
+	e.prefetched++
+	for _, c := range val.([]git.Commit) {
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pushedRange is e.Git.PushedRange of tip and branch, as serve prefetched
+// it where it did.
+func (e *Env) pushedRange(ctx context.Context, tip, branch string) (git.Pushed, bool, error) {
+	if val, ok := e.Prefetched.take(ctx, rangeKey(tip, branch)); ok {
+		e.prefetched++
+		r := val.(pushedRange)
+		return r.pushed, r.found, nil
+	}
+	return e.Git.PushedRange(ctx, tip, HeadsPrefix+branch, pushedLimit)
 }

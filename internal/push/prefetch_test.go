@@ -1,6 +1,7 @@
 package push
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/collab-forge/collab/internal/git"
@@ -44,8 +45,8 @@ func TestPrefetch(t *testing.T) {
 				e.Git = git.Open(t.TempDir()) // no repository there
 			}
 			p.Start(f.ctx, &e, us)
-			if len(p.walks) != tc.started {
-				t.Fatalf("%d walks started, want %d", len(p.walks), tc.started)
+			if len(p.jobs) != tc.started {
+				t.Fatalf("%d walks started, want %d", len(p.jobs), tc.started)
 			}
 			f.env.Prefetched = p
 			if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
@@ -55,16 +56,42 @@ func TestPrefetch(t *testing.T) {
 			if tc.started > 0 && !tc.broken {
 				taken = 1
 			}
-			if f.env.prefetchedWalks != taken {
-				t.Errorf("%d prefetched walks taken, want %d", f.env.prefetchedWalks, taken)
+			if f.env.prefetched != taken {
+				t.Errorf("%d prefetched walks taken, want %d", f.env.prefetched, taken)
 			}
 			if tc.patch {
 				if v := f.query("SELECT state || '|' || merged_commit FROM patches WHERE id = ?", pid); v != "merged|"+rev {
 					t.Errorf("patch %q, want merged|%s", v, rev)
 				}
 			}
-			if len(p.walks) != 0 {
-				t.Errorf("walks left after post-receive: %v", p.walks)
+			if len(p.jobs) != 0 {
+				t.Errorf("walks left after post-receive: %v", p.jobs)
+			}
+		})
+	}
+}
+
+// proc-receive takes the read serve prefetched for its refs/for tip, and
+// answers as it would have without.
+func TestPrefetchProcReceive(t *testing.T) {
+	for _, tc := range []struct{ ref, want string }{
+		{"refs/for/main", "ok refs/for/main"},
+		{"refs/for/main%topic=t1", "ok refs/for/main%topic=t1"},
+		{"refs/for/nope", "ng refs/for/nope unknown base branch nope"},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			f := newForge(t)
+			rev := f.commit("Topic\n\nPatch: " + pid)
+			p := NewPrefetch(f.ctx)
+			defer p.Close()
+			p.Start(f.ctx, f.env, []Update{{Old: git.ZeroOID, New: rev, Ref: tc.ref}})
+			f.env.Prefetched = p
+			got := f.procReceive(tc.ref, rev)
+			if len(got) == 0 || !strings.HasPrefix(got[0], tc.want) {
+				t.Errorf("report %q, want %q first", got, tc.want)
+			}
+			if f.env.prefetched != 1 {
+				t.Errorf("%d prefetched reads taken, want 1", f.env.prefetched)
 			}
 		})
 	}

@@ -128,7 +128,11 @@ type Revision = patches.Revision
 func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) report {
 	start := time.Now()
 	log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", c.Ref, "OLD_OID", c.Old, "NEW_OID", c.New)
+	taken := e.prefetched
 	res, tip, err := e.revise(ctx, c, opts)
+	if e.prefetched > taken {
+		log = log.With("READ", "prefetched")
+	}
 	if err != nil {
 		fe := fault.As(err)
 		outcome := "refused"
@@ -247,7 +251,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	// One git process reads the tip, what it brings and its merge base
 	// with the branch, unless the walk is long or the topic merged the
 	// branch in (several boundary commits): then git merge-base decides.
-	pushed, ok, err := e.Git.PushedRange(ctx, c.New, HeadsPrefix+branch, pushedLimit)
+	pushed, ok, err := e.pushedRange(ctx, c.New, branch)
 	if err != nil {
 		return res, git.Commit{}, fault.Wrap(err, "cannot read the pushed commit and its target branch")
 	}

@@ -55,11 +55,11 @@ type Env struct {
 	// hooks hand it ops.Service.CountWrite, the one rule for every write a
 	// principal makes.
 	CountWrite func(ctx context.Context, tx *sql.Tx, principal string) error
-	// Prefetched holds the merge scan's walks that serve started when
-	// pre-receive passed (nil: none; post-receive walks itself).
+	// Prefetched holds the reads serve started when pre-receive passed
+	// (nil: none; the hooks read themselves).
 	Prefetched *Prefetch
-	// prefetchedWalks counts the walks this run took from Prefetched.
-	prefetchedWalks int
+	// prefetched counts the reads this run took from Prefetched.
+	prefetched int
 }
 
 // limits are the push limits: the hand-off's, else the root's settings.
