@@ -169,7 +169,7 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 	}
 	if err := prefetch(us); err != nil {
 		// Only a head start lost: the hooks read themselves.
-		log.Warn("merge scan prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
+		log.Warn("prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
 	}
 	return true, 0
 }

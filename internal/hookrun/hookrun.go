@@ -56,7 +56,8 @@ type Hook struct {
 	// serve relaying a hook of the push it serves.
 	Repo string
 	// Prefetch, when set, is the push's (serve's): relay.Prefetch starts
-	// the merge scan's walks in it, and post-receive takes them.
+	// the hooks' git reads in it, and proc-receive and post-receive take
+	// them.
 	Prefetch *push.Prefetch
 }
 

@@ -371,7 +371,7 @@ func directHooks(r *Request, dir string) *os.File {
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:
 // collab-hook-fast decides it with serve's hand-off, at the same cost, and
-// hands serve a relay.Prefetch for a push that passed and moves a branch.
+// hands serve a relay.Prefetch for a push that passed.
 var relayed = map[string]bool{relay.Prefetch: true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
