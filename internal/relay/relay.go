@@ -31,9 +31,10 @@ const FDVar = "COLLAB_HOOK_FD"
 // ChildFD is the socket's fd in git (the first of exec.Cmd.ExtraFiles).
 const ChildFD = 3
 
-// Prefetch is the request a pre-receive that passed sends (Tell) for a
-// push that moves a branch: its update lines on stdin, for serve to start
-// the merge scan's walks while git goes on (push.Prefetch).
+// Prefetch is the request a pre-receive that passed sends (Tell): its
+// update lines on stdin, for serve to start what the later hooks read
+// while git goes on (push.Prefetch). Serve handles it before the next
+// request.
 const Prefetch = "prefetch"
 
 // MaxRequest bounds a request: a hook's environment is a few KiB.
@@ -169,7 +170,9 @@ func Pair() (child *os.File, s *Server, err error) {
 	return os.NewFile(uintptr(p[1]), "relay"), &Server{fd: p[0], done: make(chan struct{})}, nil
 }
 
-// Serve answers requests with h until Close, each in its own goroutine.
+// Serve answers requests with h until Close, each in its own goroutine,
+// but for a Prefetch, which it answers before it reads the next request:
+// the work it starts is for the hooks that follow.
 func (s *Server) Serve(h Handler) {
 	defer close(s.done)
 	buf := make([]byte, MaxRequest+1)
@@ -189,15 +192,25 @@ func (s *Server) Serve(h Handler) {
 			closeAll(files)
 			continue
 		}
-		s.handlers.Add(1)
-		go func() {
-			defer s.handlers.Done()
+		run := func() {
 			defer closeAll(files)
 			code := h(req, files[0], files[1], files[2])
 			if code < 0 || code > 255 {
 				code = 1
 			}
 			_, _ = files[3].Write([]byte{byte(code)})
+		}
+		if req.Hook == Prefetch {
+			// Before the next request is read: a hook that comes after
+			// finds what the prefetch started (git runs the next hook only
+			// once the one that told has exited).
+			run()
+			continue
+		}
+		s.handlers.Add(1)
+		go func() {
+			defer s.handlers.Done()
+			run()
 		}()
 	}
 }

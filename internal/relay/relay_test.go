@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -214,6 +215,51 @@ func TestTell(t *testing.T) {
 	}
 	if g := <-got; g != "post-receive:next" {
 		t.Errorf("handler got %q", g)
+	}
+	s.Close()
+}
+
+// A Prefetch is handled before the request after it is even read: the
+// hook that follows finds what the prefetch started, however the
+// goroutines run. Both requests are queued before serving starts; while
+// the Prefetch is handled the next one must still be in the socket.
+func TestPrefetchFirst(t *testing.T) {
+	child, s, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	stdio := [3]int{int(null.Fd()), int(null.Fd()), int(null.Fd())}
+	for _, hook := range []string{Prefetch, "post-receive"} {
+		reply, err := send(int(child.Fd()), Request{Hook: hook, Dir: "/d"}, stdio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(reply)
+	}
+	var prefetched atomic.Bool
+	queued, sawPrefetched := make(chan bool, 1), make(chan bool, 1)
+	go s.Serve(func(req Request, _, _, _ *os.File) int {
+		if req.Hook == Prefetch {
+			var b [1]byte
+			n, _, err := syscall.Recvfrom(s.fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			queued <- err == nil && n > 0
+			prefetched.Store(true)
+			return 0
+		}
+		sawPrefetched <- prefetched.Load()
+		return 0
+	})
+	if !<-queued {
+		t.Error("the request after a Prefetch was read while the Prefetch was handled")
+	}
+	if !<-sawPrefetched {
+		t.Error("the request after a Prefetch ran before the Prefetch was done")
 	}
 	s.Close()
 }
