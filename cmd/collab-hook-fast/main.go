@@ -22,9 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -174,8 +172,6 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 	return true, 0
 }
 
-func isFor(u pushcheck.Update) bool { return strings.HasPrefix(u.Ref, pushcheck.ForPrefix) }
-
 // maxPrefetch bounds the update lines prefetch writes into a pipe before
 // anyone reads it: well under a pipe's 64 KiB, so the write never waits.
 const maxPrefetch = 32 << 10
@@ -187,7 +183,7 @@ const maxPrefetch = 32 << 10
 // does not wait.
 func prefetch(us []pushcheck.Update) error {
 	fd, err := strconv.Atoi(os.Getenv(relay.FDVar))
-	if err != nil || !(pushcheck.MovesBranches(us) || slices.ContainsFunc(us, isFor)) {
+	if err != nil || !(pushcheck.MovesBranches(us) || pushcheck.HasFor(us)) {
 		return nil
 	}
 	lines := pushcheck.FormatUpdates(us)

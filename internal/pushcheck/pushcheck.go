@@ -88,6 +88,10 @@ func TouchesBranches(us []Update) bool {
 	return false
 }
 
+// HasFor reports whether any update is to a refs/for ref: proc-receive
+// will run for the push.
+func HasFor(us []Update) bool { return countFor(us) > 0 }
+
 // countFor is the number of refs/for refs among us.
 func countFor(us []Update) int {
 	n := 0

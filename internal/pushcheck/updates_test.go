@@ -26,3 +26,23 @@ func TestFormatUpdates(t *testing.T) {
 		}
 	}
 }
+
+func TestHasFor(t *testing.T) {
+	for _, tc := range []struct {
+		refs []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"refs/heads/main", "refs/tags/v1"}, false},
+		{[]string{"refs/heads/main", "refs/for/main%topic=t"}, true},
+		{[]string{"refs/for/main"}, true},
+	} {
+		var us []Update
+		for _, r := range tc.refs {
+			us = append(us, Update{Old: git.ZeroOID, New: strings.Repeat("a", 40), Ref: r})
+		}
+		if got := HasFor(us); got != tc.want {
+			t.Errorf("HasFor(%v) = %v, want %v", tc.refs, got, tc.want)
+		}
+	}
+}
