@@ -106,16 +106,20 @@ func (r Repo) Unquarantined() Repo {
 // the command fails, it never answers wrongly. Outside a quarantine it is
 // r.
 func (r Repo) BesideQuarantine() Repo {
-	q := r.getenv("GIT_OBJECT_DIRECTORY")
-	if r.Mode != Hook || r.getenv("GIT_QUARANTINE_PATH") == "" || q == "" {
+	if r.Mode != Hook {
+		return r
+	}
+	env := r.Env()
+	q := lastValue(env, "GIT_OBJECT_DIRECTORY")
+	if q == "" || lastValue(env, "GIT_QUARANTINE_PATH") == "" {
 		return r
 	}
 	return r.Unquarantined().With("GIT_ALTERNATE_OBJECT_DIRECTORIES=" + q)
 }
 
-// getenv is the value of variable k in r's environment.
-func (r Repo) getenv(k string) string {
-	env := r.Env()
+// lastValue is the value of variable k in env, the last one set winning
+// as in exec.Cmd.Env.
+func lastValue(env []string, k string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
 			return v

@@ -100,7 +100,7 @@ func (p *Prefetch) Start(ctx context.Context, e *Env, updates []Update) {
 		}
 		p.start(rangeKey(u.New, branch), func(ctx context.Context) (any, bool) {
 			var r pushedRange
-			err := unquarantined(ctx, e.Git, func(g git.Repo) (err error) {
+			err := besideQuarantine(ctx, e.Git, func(g git.Repo) (err error) {
 				r.pushed, r.found, err = g.PushedRange(ctx, u.New, HeadsPrefix+branch, pushedLimit)
 				return err
 			})
@@ -123,7 +123,7 @@ func (p *Prefetch) Start(ctx context.Context, e *Env, updates []Update) {
 		revs := Segment{Old: u.Old, New: u.New}.revs()
 		p.start(walkKey(revs), func(ctx context.Context) (any, bool) {
 			var commits []git.Commit
-			err := unquarantined(ctx, e.Git, func(g git.Repo) error {
+			err := besideQuarantine(ctx, e.Git, func(g git.Repo) error {
 				commits = commits[:0]
 				return g.Walk(ctx, revs, func(c git.Commit) error {
 					if len(commits) == prefetchCap {
@@ -155,12 +155,12 @@ func (p *Prefetch) start(key string, read func(context.Context) (any, bool)) {
 	}()
 }
 
-// unquarantined runs read on g, the hook's git, beside the quarantine
+// besideQuarantine runs read on g, the hook's git, beside the quarantine
 // (git.Repo.BesideQuarantine: git may remove it at any moment) and, where
 // that failed (an object moved in between two of git's lookups), once
 // more outside it, where by then the objects are, if the push is going
 // on. A read cut short is not retried.
-func unquarantined(ctx context.Context, g git.Repo, read func(git.Repo) error) error {
+func besideQuarantine(ctx context.Context, g git.Repo, read func(git.Repo) error) error {
 	err := read(g.BesideQuarantine())
 	if err == nil || errors.Is(err, errCapped) || ctx.Err() != nil {
 		return err
