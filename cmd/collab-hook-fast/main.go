@@ -160,12 +160,24 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 		Rules: func(context.Context) (map[string]pushcheck.Rule, error) { return h.Rules, nil },
 		Admin: func(context.Context) (bool, error) { return h.Checked.Level >= access.Admin, nil },
 	})
-	pushcheck.Log(log, h.Principal, key, us, err, start)
+	// A push that passed and moves no branch the merge scan follows has
+	// git skip post-receive; its entries say so.
+	idle := err == nil && h.PostReceiveIdle(us)
+	entries := log
+	if idle {
+		if serr := hookenv.ShutGate(); serr != nil {
+			// post-receive runs, and finds nothing to do.
+			log.Warn("pre-receive", "PRINCIPAL", h.Principal, "REPO", key, "error", serr.Error())
+		} else {
+			entries = log.With("POST_RECEIVE", "skipped")
+		}
+	}
+	pushcheck.Log(entries, h.Principal, key, us, err, start)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return true, 1
 	}
-	if err := prefetch(us); err != nil {
+	if err := prefetch(us, !idle); err != nil {
 		// Only a head start lost: the hooks read themselves.
 		log.Warn("prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
 	}
@@ -178,12 +190,12 @@ const maxPrefetch = 32 << 10
 
 // prefetch hands the serve that started this push's receive-pack, where
 // there is one, the updates of a push that passed and has refs/for
-// updates or moves a branch (relay.Prefetch), for it to start what
-// proc-receive and the merge scan read while git moves the objects in; it
-// does not wait.
-func prefetch(us []pushcheck.Update) error {
+// updates or moves a branch post-receive will scan (scans), for it to
+// start what proc-receive and the merge scan read while git moves the
+// objects in (relay.Prefetch); it does not wait.
+func prefetch(us []pushcheck.Update, scans bool) error {
 	fd, err := strconv.Atoi(os.Getenv(relay.FDVar))
-	if err != nil || !(pushcheck.MovesBranches(us) || pushcheck.HasFor(us)) {
+	if err != nil || !(scans && pushcheck.MovesBranches(us) || pushcheck.HasFor(us)) {
 		return nil
 	}
 	lines := pushcheck.FormatUpdates(us)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/buildtest"
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
@@ -149,6 +150,74 @@ func TestPreReceive(t *testing.T) {
 			}
 			if !strings.Contains(errb.String(), tc.stderr) || strings.Count(errb.String(), "\n") > 1 {
 				t.Fatalf("stderr %q, want one line with %q", errb.String(), tc.stderr)
+			}
+		})
+	}
+}
+
+// TestPreReceiveGate: a push that passes and moves no branch the merge
+// scan follows shuts the post-receive gate (fd hookenv.GateFD) serve
+// handed git, so that git skips post-receive; any other leaves it open.
+func TestPreReceiveGate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds collab-hook-fast")
+	}
+	bin := build(t)
+	root := t.TempDir()
+	repo := filepath.Join(root, "repos", "demo.git")
+	runGit(t, root, "init", "-q", "--bare", repo)
+	work := filepath.Join(t.TempDir(), "work")
+	runGit(t, root, "init", "-q", "-b", "main", work)
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "one")
+	one := runGit(t, work, "rev-parse", "HEAD")
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "two")
+	two := runGit(t, work, "rev-parse", "HEAD")
+	runGit(t, work, "push", "-q", repo, "HEAD:refs/heads/main")
+	lim := pushlimit.Defaults()
+	protected := map[string]pushcheck.Rule{"dev": {Branch: "dev"}}
+	for _, tc := range []struct {
+		name    string
+		scanned []string // nil: no PostReceiveVar
+		stdin   string
+		code    int
+		open    bool
+	}{
+		{"refs/for", []string{"main"}, one + " " + two + " refs/for/main\n", 0, false},
+		{"a branch nothing follows", []string{"main"}, one + " " + two + " refs/heads/topic\n", 0, false},
+		{"a followed branch", []string{"main"}, one + " " + two + " refs/heads/main\n", 0, true},
+		{"none followed", []string{}, one + " " + two + " refs/heads/main\n", 0, false},
+		{"no list handed off", nil, one + " " + two + " refs/for/main\n", 0, true},
+		{"refused", []string{"main"}, one + " " + two + " refs/heads/dev\n", 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate, err := hookenv.OpenGate(hookdir.FD)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gate.Close()
+			h := hookenv.Handoff{Principal: "alice", Root: root,
+				Checked: hookenv.Check{Level: access.Write, Repo: "demo.git", At: time.Now()}, Limits: &lim, Rules: protected}
+			env := append([]string{"PATH=" + os.Getenv("PATH"), "GIT_DIR=.", "COLLAB_JOURNAL_SOCKET=" + filepath.Join(root, "no-journal")}, h.Encode()...)
+			if tc.scanned != nil {
+				env = append(env, hookenv.ScannedEnv(tc.scanned)...)
+			}
+			cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", root, "hook", "pre-receive")
+			cmd.Dir, cmd.Env = repo, env
+			// fds 3 and 4 (the relay, the program) are not needed here.
+			cmd.ExtraFiles = []*os.File{nil, nil, gate}
+			cmd.Stdin = strings.NewReader(tc.stdin)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			err = cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Fatalf("exit %d (%v), want %d; stderr:\n%s", code, err, tc.code, errb.String())
+			}
+			st, err := gate.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if open := st.Mode().Perm()&0o100 != 0; open != tc.open {
+				t.Fatalf("gate open %v (%v), want %v; stderr:\n%s", open, st.Mode(), tc.open, errb.String())
 			}
 		})
 	}

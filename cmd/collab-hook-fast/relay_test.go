@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/collab-forge/collab/internal/hookdir"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/relay"
 )
 
@@ -83,7 +84,8 @@ func TestRelayedHooks(t *testing.T) {
 
 // TestDirectHooks runs the binary as git runs it from the root's hooks
 // directory (internal/hookdir) under serve: by a link named for the hook,
-// with no arguments, the program itself inherited as fd hookdir.FD and the
+// with no arguments, the program itself inherited as fd hookdir.FD (and
+// post-receive through the gate, fd hookenv.GateFD, which runs it) and the
 // root from COLLAB_ROOT. It is the same run as through a shim: relayed to
 // serve, or handed to collab-hook as "hook NAME".
 func TestDirectHooks(t *testing.T) {
@@ -92,8 +94,8 @@ func TestDirectHooks(t *testing.T) {
 	}
 	bin := build(t)
 	root := t.TempDir()
-	all := map[string]bool{"pre-receive": true, "proc-receive": true, "post-receive": true}
-	if err := hookdir.Install(root, hookdir.Set{Shims: map[string]string{"pre-receive": "", "proc-receive": "", "post-receive": ""}, Direct: all}); err != nil {
+	links := map[string]string{"pre-receive": hookdir.Fast, "proc-receive": hookdir.Fast, "post-receive": hookdir.Gate}
+	if err := hookdir.Install(root, hookdir.Set{Links: links}); err != nil {
 		t.Fatal(err)
 	}
 	prog, err := os.Open(filepath.Join(bin, "collab-hook-fast"))
@@ -101,6 +103,11 @@ func TestDirectHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prog.Close()
+	gate, err := hookenv.OpenGate(hookdir.FD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Close()
 	child, srv, err := relay.Pair()
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +127,7 @@ func TestDirectHooks(t *testing.T) {
 		cmd := exec.Command(filepath.Join(hookdir.Dir(root), hook))
 		cmd.Dir = t.TempDir()
 		cmd.Env = append(os.Environ(), append(env, "COLLAB_ROOT="+root)...)
-		cmd.ExtraFiles = []*os.File{child, prog}
+		cmd.ExtraFiles = []*os.File{child, prog, gate}
 		cmd.Stdin = strings.NewReader("git's lines\n")
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb

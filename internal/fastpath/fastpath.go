@@ -71,15 +71,23 @@ func Parse(args []string, lookup func(string) (string, bool)) (Call, bool) {
 // Direct recognises a hook that git runs as itself, from the root's hooks
 // directory (internal/hookdir) where serve points git: no arguments, the
 // hook's name as the program's (args[0], the path git ran), and the root
-// from COLLAB_ROOT, which serve sets. It returns the arguments of the
+// from COLLAB_ROOT, which serve sets. A hook run through the post-receive
+// gate, a script whose interpreter is this program as an inherited fd,
+// comes as that fd's path and the hook's. It returns the arguments of the
 // same run through a shim: hook NAME.
 func Direct(args []string) ([]string, bool) {
-	if len(args) != 1 {
+	hook := ""
+	switch {
+	case len(args) == 1:
+		hook = args[0]
+	case len(args) == 2 && strings.HasPrefix(args[0], "/proc/self/fd/"):
+		hook = args[1]
+	default:
 		return nil, false
 	}
-	switch name := filepath.Base(args[0]); name {
+	switch name := filepath.Base(hook); name {
 	case "pre-receive", "proc-receive", "post-receive":
-		return []string{args[0], "hook", name}, true
+		return []string{hook, "hook", name}, true
 	}
 	return nil, false
 }

@@ -55,6 +55,10 @@ func TestDirect(t *testing.T) {
 		{[]string{"/srv/collab/hooks/pre-receive"}, []string{"/srv/collab/hooks/pre-receive", "hook", "pre-receive"}},
 		{[]string{"hooks/proc-receive"}, []string{"hooks/proc-receive", "hook", "proc-receive"}},
 		{[]string{"post-receive"}, []string{"post-receive", "hook", "post-receive"}},
+		// Through the post-receive gate: the interpreter's fd, then the hook.
+		{[]string{"/proc/self/fd/4", "/srv/collab/hooks/post-receive"}, []string{"/srv/collab/hooks/post-receive", "hook", "post-receive"}},
+		{[]string{"/proc/self/fd/4", "/srv/collab/hooks/update"}, nil},
+		{[]string{"/usr/bin/collab-hook-fast", "/srv/collab/hooks/post-receive"}, nil},
 		// Not git running a hook of the root's directory.
 		{[]string{"/srv/collab/hooks/update"}, nil},
 		{[]string{"/srv/collab/hooks/merge-scan"}, nil},

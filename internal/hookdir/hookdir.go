@@ -3,16 +3,20 @@
 // itself rather than a repository's /bin/sh shim that execs it: about
 // 0.5 ms of CPU and a process image less per hook.
 //
-// A direct hook there is a symlink to /proc/self/fd/FD: serve opens
-// collab-hook-fast and hands it to git as fd FD, which git's hook
-// processes inherit, so the hook runs the very file serve opened. Nothing
-// in such a link names a binary, so it never goes stale, and a binary
-// replaced or deleted mid-push still runs as opened. Without that fd (any
-// git that serve did not start) the links lead nowhere and git would skip
-// those hooks, so only serve, with the fd in place, may name the
-// directory. A hook whose shim costs less than starting the program
-// (post-receive's starts none for a push that moves no branch) is a copy
-// of that shim instead.
+// Each hook there is a symlink to /proc/self/fd/N, an fd serve hands git,
+// which git's hook processes inherit:
+//   - pre-receive and proc-receive lead to FD, collab-hook-fast as serve
+//     opened it, so the hook runs the very file serve opened. Nothing in
+//     such a link names a binary, so it never goes stale, and a binary
+//     replaced or deleted mid-push still runs as opened.
+//   - post-receive leads to GateFD, the push's post-receive gate
+//     (hookenv.OpenGate): a one-line script in memory that runs
+//     collab-hook-fast too, and that pre-receive makes unexecutable where
+//     post-receive would have nothing to do, so that git skips it.
+//
+// Without those fds (any git that serve did not start) the links lead
+// nowhere and git would skip those hooks, so only serve, with the fds in
+// place, may name the directory.
 //
 // serve names the directory only where the repository's own hooks are
 // exactly the shims collab writes and nothing else would run: then both
@@ -33,46 +37,44 @@ import (
 )
 
 // FD is collab-hook-fast's fd in git and its hooks: after the relay's
-// socket (relay.ChildFD), the second of exec.Cmd.ExtraFiles.
+// socket (relay.ChildFD), the second of exec.Cmd.ExtraFiles; the
+// post-receive gate is the third (hookenv.GateFD).
 const FD = 4
 
-// target is where every direct hook of the directory leads: fd FD of the
-// process that runs it.
-const target = "/proc/self/fd/4"
+// The targets of the directory's links: fd FD, and the gate's fd, of the
+// process that runs the hook.
+const (
+	Fast = "/proc/self/fd/4"
+	Gate = "/proc/self/fd/5"
+)
 
 // Dir is the hooks directory of the root at rootDir.
 func Dir(rootDir string) string { return filepath.Join(rootDir, "hooks") }
 
-// Set is what the directory holds: the shim collab writes into every
-// repository for each hook, and the hooks git runs as the program itself
-// (Direct); the others it runs as that same shim, from the directory.
+// Set is what git runs for a push: the shim collab writes into every
+// repository for each hook, and where each hook's link in the directory
+// leads (Fast or Gate).
 type Set struct {
-	Shims  map[string]string
-	Direct map[string]bool
+	Shims map[string]string
+	Links map[string]string
 }
 
-// Install makes Dir(rootDir)/H a symlink to the inherited fd for each
-// direct hook H and a copy of its shim for each other, leaving those that
-// already are; each is made under another name and renamed into place, so
-// no hook is ever missing from it.
+// Install makes Dir(rootDir)/H a symlink to its target for each hook H,
+// leaving those that already are; each is made under another name and
+// renamed into place, so no hook is ever missing from it.
 func Install(rootDir string, set Set) error {
 	dir := Dir(rootDir)
 	if err := os.MkdirAll(dir, forge.DirMode); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	for h, shim := range set.Shims {
+	for h, link := range set.Links {
 		p := filepath.Join(dir, h)
-		if installed(p, shim, set.Direct[h]) {
+		if installed(p, link) {
 			continue
 		}
 		tmp := p + ".new"
 		_ = os.Remove(tmp) // left by a killed run
-		var err error
-		if set.Direct[h] {
-			err = os.Symlink(target, tmp)
-		} else {
-			err = os.WriteFile(tmp, []byte(shim), 0o750)
-		}
+		err := os.Symlink(link, tmp)
 		if err == nil {
 			err = os.Rename(tmp, p)
 		}
@@ -84,14 +86,10 @@ func Install(rootDir string, set Set) error {
 	return nil
 }
 
-// installed reports whether the hook at p is as Install makes it.
-func installed(p, shim string, direct bool) bool {
-	if direct {
-		got, err := os.Readlink(p)
-		return err == nil && got == target
-	}
-	st, err := os.Lstat(p) // a link would lead through this process's fds
-	return err == nil && st.Mode().IsRegular() && isShim(p, shim)
+// installed reports whether the hook at p is a link to link.
+func installed(p, link string) bool {
+	got, err := os.Readlink(p)
+	return err == nil && got == link
 }
 
 // Usable reports whether git receiving into the repository at repoDir may
@@ -101,8 +99,8 @@ func installed(p, shim string, direct bool) bool {
 // nothing else but git's *.sample files.
 func Usable(rootDir, repoDir string, set Set) bool {
 	dir := Dir(rootDir)
-	for h, shim := range set.Shims {
-		if !installed(filepath.Join(dir, h), shim, set.Direct[h]) {
+	for h := range set.Shims {
+		if link := set.Links[h]; link == "" || !installed(filepath.Join(dir, h), link) {
 			return false
 		}
 	}

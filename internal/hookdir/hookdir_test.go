@@ -1,17 +1,23 @@
 package hookdir
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/collab-forge/collab/internal/hookenv"
 )
 
-func TestTargetIsFD(t *testing.T) {
-	if want := "/proc/self/fd/" + strconv.Itoa(FD); target != want {
-		t.Fatalf("target %q, want %q", target, want)
+func TestTargetsAreFDs(t *testing.T) {
+	if want := "/proc/self/fd/" + strconv.Itoa(FD); Fast != want {
+		t.Fatalf("Fast %q, want %q", Fast, want)
+	}
+	if want := "/proc/self/fd/" + strconv.Itoa(hookenv.GateFD); Gate != want {
+		t.Fatalf("Gate %q, want %q", Gate, want)
 	}
 }
 
@@ -21,8 +27,9 @@ var shims = map[string]string{
 	"post-receive": "#!/bin/sh\nexec post\n",
 }
 
-// set runs pre-receive and proc-receive directly, post-receive as its shim.
-var set = Set{Shims: shims, Direct: map[string]bool{"pre-receive": true, "proc-receive": true}}
+// set runs pre-receive and proc-receive directly, post-receive through
+// the gate.
+var set = Set{Shims: shims, Links: map[string]string{"pre-receive": Fast, "proc-receive": Fast, "post-receive": Gate}}
 
 // setup makes a root with Dir installed and a repository whose hooks are
 // the shims, beside git's samples.
@@ -109,20 +116,21 @@ func TestUsable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, false},
-		{"the root's copy of a shim edited", func(t *testing.T, root, _ string) {
-			if err := os.WriteFile(filepath.Join(Dir(root), "post-receive"), []byte(shims["post-receive"]+"#\n"), 0o750); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
-		{"the root's copy of a shim a link", func(t *testing.T, root, _ string) {
+		{"the root's post-receive leading to the program, not the gate", func(t *testing.T, root, _ string) {
 			p := filepath.Join(Dir(root), "post-receive")
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(filepath.Join(root, "elsewhere"), p); err != nil {
+			if err := os.Symlink(Fast, p); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(root, "elsewhere"), []byte(shims["post-receive"]), 0o750); err != nil {
+		}, false},
+		{"the root's post-receive a copy of its shim (an older install)", func(t *testing.T, root, _ string) {
+			p := filepath.Join(Dir(root), "post-receive")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(shims["post-receive"]), 0o750); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
@@ -143,15 +151,15 @@ func TestInstallRepairs(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	// A regular file for a link, a wrong link, a link for a copy, and a
-	// leftover of a killed run.
+	// A regular file for a link, a wrong link, a copy of the shim (an
+	// older install), and a leftover of a killed run.
 	if err := os.WriteFile(filepath.Join(dir, "pre-receive"), []byte("x"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/bin/true", filepath.Join(dir, "proc-receive")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(target, filepath.Join(dir, "post-receive")); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "post-receive"), []byte(shims["post-receive"]), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "post-receive.new"), nil, 0o600); err != nil {
@@ -161,14 +169,10 @@ func TestInstallRepairs(t *testing.T) {
 		if err := Install(root, set); err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range []string{"pre-receive", "proc-receive"} {
-			if got, err := os.Readlink(filepath.Join(dir, h)); err != nil || got != target {
-				t.Fatalf("%s: %q, %v", h, got, err)
+		for h, want := range set.Links {
+			if got, err := os.Readlink(filepath.Join(dir, h)); err != nil || got != want {
+				t.Fatalf("%s: %q, %v; want %q", h, got, err, want)
 			}
-		}
-		p := filepath.Join(dir, "post-receive")
-		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o100 == 0 || !isShim(p, shims["post-receive"]) {
-			t.Fatalf("post-receive is not its shim: %v, %v", st, err)
 		}
 		if _, err := os.Lstat(filepath.Join(dir, "post-receive.new")); !os.IsNotExist(err) {
 			t.Fatalf("leftover still there: %v", err)
@@ -185,7 +189,7 @@ func TestHookRunsInheritedFile(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	root := t.TempDir()
-	if err := Install(root, Set{Shims: map[string]string{"pre-receive": ""}, Direct: map[string]bool{"pre-receive": true}}); err != nil {
+	if err := Install(root, Set{Shims: map[string]string{"pre-receive": ""}, Links: map[string]string{"pre-receive": Fast}}); err != nil {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(t.TempDir(), "declines")
@@ -215,5 +219,77 @@ func TestHookRunsInheritedFile(t *testing.T) {
 	out, err = push("git -c core.hooksPath=" + Dir(root) + " receive-pack")
 	if err != nil || strings.Contains(out, "declined") {
 		t.Fatalf("without the fd: %v\n%s", err, out)
+	}
+}
+
+// TestGate runs git as serve does: core.hooksPath at Dir, the program as
+// fd FD and a post-receive gate as fd GateFD. Through the open gate git
+// runs the program as post-receive, with the hook's path; once pre-receive
+// has shut it, git skips post-receive and says nothing of it.
+func TestGate(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	if err := Install(root, set); err != nil {
+		t.Fatal(err)
+	}
+	// The program: as pre-receive it shuts the gate where SHUT is set, as
+	// the other hooks it says what it ran as.
+	prog := filepath.Join(t.TempDir(), "prog")
+	text := `#!/bin/sh
+case "$0 $*" in
+*pre-receive*) [ -n "$SHUT" ] && chmod 600 /proc/self/fd/5 ;;
+*) echo "ran as: $*" >&2 ;;
+esac
+cat >/dev/null
+exit 0
+`
+	if err := os.WriteFile(prog, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "r.git")
+	work := t.TempDir()
+	git := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "--bare", repo},
+		{"-C", work, "init", "-q"},
+	} {
+		if out, err := git(nil, args...); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	for _, tc := range []struct {
+		shut bool
+		want bool
+	}{{false, true}, {true, false}, {false, true}} {
+		gate, err := hookenv.OpenGate(FD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := git(nil, "-C", work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"); err != nil {
+			t.Fatalf("commit: %v: %s", err, out)
+		}
+		// --receive-pack runs through sh, which opens the program and the
+		// gate (through this process's fd) for git.
+		rp := fmt.Sprintf("git -c core.hooksPath=%s -c advice.ignoredHook=false receive-pack 4<%s 5</proc/%d/fd/%d", Dir(root), prog, os.Getpid(), gate.Fd())
+		var env []string
+		if tc.shut {
+			env = []string{"SHUT=1"}
+		}
+		out, err := git(env, "-C", work, "push", repo, "HEAD:refs/heads/main", "--receive-pack="+rp)
+		gate.Close()
+		if err != nil {
+			t.Fatalf("shut %v: push: %v\n%s", tc.shut, err, out)
+		}
+		ran := strings.Contains(out, "ran as: "+filepath.Join(Dir(root), "post-receive"))
+		if ran != tc.want || strings.Contains(out, "ignored") {
+			t.Fatalf("shut %v: post-receive ran %v, want %v:\n%s", tc.shut, ran, tc.want, out)
+		}
 	}
 }

@@ -60,6 +60,10 @@ type Handoff struct {
 	// nil means none were handed off (the hooks read them from the
 	// database). They count only with the check (Stamped).
 	Rules map[string]pushcheck.Rule
+	// Scanned are the branches whose move post-receive scans, where
+	// serve made the post-receive gate (GateFD); nil: no gate. Decode
+	// only: serve sets PostReceiveVar beside the gate it makes.
+	Scanned map[string]bool
 	// MergeScanBudget is the operator's foreground merge scan budget (0:
 	// the default). Decode only: serve passes it through, never sets it.
 	MergeScanBudget int
@@ -77,7 +81,7 @@ type Check struct {
 // have put it).
 func Owned(name string) bool {
 	switch name {
-	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, relay.FDVar:
+	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, PostReceiveVar, relay.FDVar:
 		return true
 	}
 	return false
@@ -163,6 +167,7 @@ func Decode(getenv func(string) string) Handoff {
 	if r, ok := pushcheck.DecodeRules(getenv(RulesVar)); ok {
 		h.Rules = r
 	}
+	h.Scanned = decodeScanned(getenv(PostReceiveVar))
 	if n, err := strconv.Atoi(getenv(MergeScanBudgetVar)); err == nil && n > 0 {
 		h.MergeScanBudget = n
 	}

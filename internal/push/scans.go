@@ -66,3 +66,25 @@ func forgetScans(ctx context.Context, db *store.DB, repo, branch string) error {
 		return nil
 	})
 }
+
+// ScannedBranches returns the branches of repo whose move PostReceive
+// scans (sorted): those an open patch targets and those with scan
+// progress, which it drops once none does. A push that moves none of
+// them gives post-receive nothing to do.
+func ScannedBranches(ctx context.Context, q store.Querier, repo string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT branch FROM branch_scans WHERE repo = ?
+		UNION SELECT base FROM patches WHERE repo = ? AND state = 'open' ORDER BY 1`, repo, repo)
+	if err != nil {
+		return nil, fmt.Errorf("read the branches the merge scan follows: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("read the branches the merge scan follows: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}

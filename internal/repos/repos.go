@@ -147,11 +147,12 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 
 // HookSet is the root's hooks directory for binary (hookdir): every
 // hook's shim, and git runs collab-hook-fast itself for pre-receive and
-// proc-receive. post-receive stays its shim, which starts no program for
-// a push that moves no branch (a refs/for push): cheaper than the program.
+// proc-receive, and through the post-receive gate for post-receive, which
+// pre-receive shuts where the push moves no branch the merge scan follows
+// (a refs/for push): then no program starts for it at all.
 func HookSet(binary, rootDir string) hookdir.Set {
 	s := hookdir.Set{Shims: make(map[string]string, len(Hooks)),
-		Direct: map[string]bool{"pre-receive": true, "proc-receive": true}}
+		Links: map[string]string{"pre-receive": hookdir.Fast, "proc-receive": hookdir.Fast, "post-receive": hookdir.Gate}}
 	for _, h := range Hooks {
 		s.Shims[h] = Shim(binary, rootDir, h)
 	}

@@ -291,13 +291,18 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	// while the pusher waits, runs once git is done, detached.
 	config := []string{"receive.autogc=false"}
 	hooks := "shims"
-	if fast := directHooks(r, dir); fast != nil {
-		defer fast.Close()
-		// Only with the program as its fd may git be pointed at the
-		// directory: without it git would find no hooks there, and skip
-		// them (so runGit's exec of git never names it).
-		files = append(files, fast) // hookdir.FD
-		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir))
+	if direct, scanned := directHooks(ctx, r, db, key, dir); direct != nil {
+		for _, f := range direct {
+			defer f.Close()
+		}
+		// Only with the program and the gate as its fds may git be
+		// pointed at the directory: without them git would find no hooks
+		// there, and skip them (so runGit's exec of git never names it).
+		files = append(files, direct...) // hookdir.FD, hookenv.GateFD
+		// A shut gate is a hook git skips, which it would say to the
+		// pusher.
+		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
+		env = append(env, hookenv.ScannedEnv(scanned)...)
 		hooks = "direct"
 	}
 	argv = withConfig(argv, config...)
@@ -343,30 +348,44 @@ func withConfig(argv []string, kv ...string) []string {
 	return append(out, argv[1:]...)
 }
 
-// directHooks opens collab-hook-fast for git to run as the push's hooks
-// from the root's hooks directory, where the repository at dir has exactly
-// the shims collab writes for r.Binary (hookdir.Usable); nil where it has
-// not, or the program cannot be opened: git then runs the shims.
-func directHooks(r *Request, dir string) *os.File {
+// directHooks opens collab-hook-fast and makes the post-receive gate
+// (hookenv.OpenGate) for git to run as the push's hooks from the root's
+// hooks directory, where the repository at dir has exactly the shims
+// collab writes for r.Binary (hookdir.Usable); scanned are the branches
+// whose move post-receive scans, for pre-receive to shut the gate where
+// the push moves none. nil where the repository's hooks differ, or either
+// file cannot be made: git then runs the shims.
+func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string) (files []*os.File, scanned []string) {
 	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
-		return nil
+		return nil, nil
 	}
 	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		f.Close()
-		return nil
+		return nil, nil
 	}
 	// The links lead through /proc: where it is not mounted (a bare
 	// container) git would find no hooks at all.
 	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
 		f.Close()
-		return nil
+		return nil, nil
 	}
-	return f
+	if scanned, err = push.ScannedBranches(ctx, db.R(), key); err != nil {
+		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
+		f.Close()
+		return nil, nil
+	}
+	gate, err := hookenv.OpenGate(hookdir.FD)
+	if err != nil {
+		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
+		f.Close()
+		return nil, nil
+	}
+	return []*os.File{f, gate}, scanned
 }
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -291,17 +292,21 @@ func TestReceivePackDirectHooks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.change(t)
-			var argv []string
+			var argv, env []string
 			var files []*os.File
 			res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
 				r.Binary = tc.binary
-				r.Spawn = func(_ context.Context, _ string, a, _ []string, fs []*os.File) (int, error) {
-					argv, files = a, fs
-					if len(fs) == 2 { // what git would run: the file beside the binary
+				r.Spawn = func(_ context.Context, _ string, a, e []string, fs []*os.File) (int, error) {
+					argv, env, files = a, e, fs
+					if len(fs) == 3 { // what git would run: the file beside the binary, and the gate
 						st, err := fs[1].Stat()
 						want, err2 := os.Stat(filepath.Join(bin, repos.FastBinary))
 						if err != nil || err2 != nil || !os.SameFile(st, want) {
 							t.Errorf("fd 4 is not collab-hook-fast: %v, %v", err, err2)
+						}
+						gate, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fs[2].Fd())))
+						if err != nil || !strings.HasPrefix(gate, "/memfd:collab-post-receive") {
+							t.Errorf("fd 5 is %q, %v; want the post-receive gate", gate, err)
 						}
 					}
 					return 0, nil
@@ -311,8 +316,14 @@ func TestReceivePackDirectHooks(t *testing.T) {
 				t.Fatalf("serve: exit %d: %s", res.code, res.stderr)
 			}
 			named := slices.Contains(argv, hooksPath)
-			if named != tc.direct || len(files) != map[bool]int{true: 2, false: 1}[tc.direct] {
+			if named != tc.direct || len(files) != map[bool]int{true: 3, false: 1}[tc.direct] {
 				t.Errorf("argv %q with %d files; want direct hooks: %v", argv, len(files), tc.direct)
+			}
+			// With the gate: the branches it follows (none yet), and git
+			// quiet about the hook it skips.
+			gated := slices.Contains(env, hookenv.PostReceiveVar+"=-") && slices.Contains(argv, "advice.ignoredHook=false")
+			if gated != tc.direct {
+				t.Errorf("argv %q, env %q: post-receive gate %v, want %v", argv, env, gated, tc.direct)
 			}
 			// serve runs git's gc --auto itself, after git (Repo.Detach).
 			if !slices.Contains(argv, "receive.autogc=false") {
