@@ -18,10 +18,12 @@ import (
 // line, made per push in memory, whose interpreter is collab-hook-fast
 // (the fd serve hands git for the direct hooks). pre-receive, the first to
 // know a push's updates, takes the gate's execute bit away when
-// post-receive would find nothing to do; git checks a hook's mode just
-// before it runs it, so it then skips post-receive and starts no process
-// for it at all. pre-receive has exited before git moves any ref, so git
-// never sees the mode change between its check and its exec.
+// post-receive would find nothing to do (collab-hook-fast's does, which
+// decides every push serve stamped; a push it hands to collab-hook keeps
+// its post-receive). git checks a hook's mode just before it runs it, so
+// it then skips post-receive and starts no process for it at all.
+// pre-receive has exited before git moves any ref, so git never sees the
+// mode change between its check and its exec.
 //
 // Only the merge scan makes post-receive work: a move of a branch that an
 // open patch targets or whose scan progress is recorded (PostReceiveVar

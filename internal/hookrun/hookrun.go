@@ -151,13 +151,6 @@ func Run(ctx context.Context, h Hook) int {
 			fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 			return 1
 		}
-		// The gate is an fd of this process: a pre-receive that git
-		// started, not one relayed.
-		if h.Environ == nil && hand.PostReceiveIdle(us) {
-			if err := hookenv.ShutGate(); err != nil {
-				h.Log.Warn("pre-receive", "PRINCIPAL", e.Principal, "REPO", key, "error", err.Error())
-			}
-		}
 	case "proc-receive":
 		if err := push.ProcReceive(ctx, e, h.Stdin, h.Stdout); err != nil {
 			return fail(err)
