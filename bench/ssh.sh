@@ -440,21 +440,25 @@ kids_cpu_us() {
 url[l_hookless]="ssh://local$w/lplain.git"
 url[l_collab]="ssh://local/bench.git"
 url[l_collab_for]="ssh://local/bench.git"
+url[l_collab_side]="ssh://local/bench.git"
 url[l_serve]="ssh://local/nohooks.git"
-for t in l_hookless l_collab l_collab_for l_serve; do
+for t in l_hookless l_collab l_collab_for l_collab_side l_serve; do
 	case "$t" in
 	l_hookless) standin "$t" 'exec sh -c "$last"' ;;
 	*) standin "$t" "SSH_ORIGINAL_COMMAND=\$last exec $bin/collab-hook --root $root serve --as bench" ;;
 	esac
 	sshcmd[$t]=$w/fake-$t
 done
-for t in l_hookless l_collab l_collab_for l_serve; do
+for t in l_hookless l_collab l_collab_for l_collab_side l_serve; do
 	case "$t" in l_hookless | l_serve) src=hookless ;; *) src=collab ;; esac
 	cp -r "$w/c-$src" "$w/c-$t"
 	git -C "$w/c-$t" remote set-url origin "${url[$t]}"
 	GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$w/c-$t" fetch -q origin
 	git -C "$w/c-$t" reset -q --hard origin/main 2>/dev/null || true
 done
+# side: a branch no patch targets, so post-receive has nothing to scan
+# (its gate shut, git skips it).
+GIT_SSH_COMMAND=${sshcmd[l_collab_side]} git -C "$w/c-l_collab_side" push -q origin HEAD:refs/heads/side
 local_op() {
 	local t=$1 i=$2 d=$w/c-$1 a b c0 c1 r
 	change "$t" "$i"
@@ -471,8 +475,8 @@ local_op() {
 	times[$t]+="$(( (b - a) / 1000 )) "
 	cpus[$t]+="$(( c1 - c0 )) "
 }
-ref() { case "$1" in *_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
-ltargets=(l_hookless l_serve l_collab l_collab_for)
+ref() { case "$1" in *_for) echo refs/for/main ;; *_side) echo refs/heads/side ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
+ltargets=(l_hookless l_serve l_collab l_collab_for l_collab_side)
 for i in $(seq "$N"); do
 	for t in "${ltargets[@]}"; do local_op "$t" "x$i"; done
 	printf '.' >&2
@@ -484,6 +488,7 @@ row "hookless git-receive-pack" l_hookless l_hookless
 row "collab serve alone (hooks removed)" l_serve l_hookless
 row "collab serve + hooks, branch" l_collab l_hookless
 row "collab serve + hooks, refs/for" l_collab_for l_hookless
+row "collab serve + hooks, branch, no patch" l_collab_side l_hookless
 echo "goals: branch <= 1.35x ($(ratio "${med[l_collab]}" "${med[l_hookless]}")), refs/for <= 1.60x ($(ratio "${med[l_collab_for]}" "${med[l_hookless]}"))"
 # How git ran the hooks of collab's pushes (serve's HOOKS field: "direct"
 # from ROOT/hooks, or the repositories' shims), where serve logged to the
