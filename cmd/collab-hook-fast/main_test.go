@@ -66,6 +66,23 @@ func runGit(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// demoRepo makes ROOT/repos/demo.git with main at two, one commit after
+// one.
+func demoRepo(t *testing.T) (root, repo, one, two string) {
+	t.Helper()
+	root = t.TempDir()
+	repo = filepath.Join(root, "repos", "demo.git")
+	runGit(t, root, "init", "-q", "--bare", repo)
+	work := filepath.Join(t.TempDir(), "work")
+	runGit(t, root, "init", "-q", "-b", "main", work)
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "one")
+	one = runGit(t, work, "rev-parse", "HEAD")
+	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "two")
+	two = runGit(t, work, "rev-parse", "HEAD")
+	runGit(t, work, "push", "-q", repo, "HEAD:refs/heads/main")
+	return root, repo, one, two
+}
+
 // TestPreReceive runs the binary as git runs the hook: it decides a push
 // serve stamped, exactly as collab-hook's pre-receive would, and hands any
 // other to collab-hook before reading git's input.
@@ -74,16 +91,7 @@ func TestPreReceive(t *testing.T) {
 		t.Skip("builds collab-hook-fast")
 	}
 	bin := build(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "repos", "demo.git")
-	runGit(t, root, "init", "-q", "--bare", repo)
-	work := filepath.Join(t.TempDir(), "work")
-	runGit(t, root, "init", "-q", "-b", "main", work)
-	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "one")
-	one := runGit(t, work, "rev-parse", "HEAD")
-	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "two")
-	two := runGit(t, work, "rev-parse", "HEAD")
-	runGit(t, work, "push", "-q", repo, "HEAD:refs/heads/main")
+	root, repo, one, two := demoRepo(t)
 	zero := strings.Repeat("0", 40)
 
 	lim := pushlimit.Defaults()
@@ -163,16 +171,7 @@ func TestPreReceiveGate(t *testing.T) {
 		t.Skip("builds collab-hook-fast")
 	}
 	bin := build(t)
-	root := t.TempDir()
-	repo := filepath.Join(root, "repos", "demo.git")
-	runGit(t, root, "init", "-q", "--bare", repo)
-	work := filepath.Join(t.TempDir(), "work")
-	runGit(t, root, "init", "-q", "-b", "main", work)
-	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "one")
-	one := runGit(t, work, "rev-parse", "HEAD")
-	runGit(t, work, "commit", "-q", "--allow-empty", "-m", "two")
-	two := runGit(t, work, "rev-parse", "HEAD")
-	runGit(t, work, "push", "-q", repo, "HEAD:refs/heads/main")
+	root, repo, one, two := demoRepo(t)
 	lim := pushlimit.Defaults()
 	protected := map[string]pushcheck.Rule{"dev": {Branch: "dev"}}
 	for _, tc := range []struct {

@@ -2,6 +2,7 @@ package push
 
 import (
 	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -223,4 +224,38 @@ func TestMergeScanOneOrSeveralBranches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScannedBranches: the branches ScannedBranches names are exactly
+// those whose move PostReceive has work for (the post-receive gate stays
+// open for them): one an open patch targets, and one that still has scan
+// progress to drop.
+func TestScannedBranches(t *testing.T) {
+	f := newForge(t)
+	scanned := func(want ...string) {
+		t.Helper()
+		got, err := ScannedBranches(f.ctx, f.db.R(), "demo.git")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ScannedBranches = %q, want %q", got, want)
+		}
+	}
+	scanned()
+	f.mergedTopic() // a patch on main, open
+	scanned("main")
+	if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
+		t.Fatal(err)
+	}
+	// Merged: no open patch, but progress that the next push drops.
+	if v := f.query("SELECT count(*) FROM patches WHERE state = 'open'"); v != "0" {
+		t.Fatalf("%s open patches after the merge", v)
+	}
+	scanned("main")
+	f.commit("Later")
+	if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
+		t.Fatal(err)
+	}
+	scanned()
 }
