@@ -1,8 +1,8 @@
 package push
 
 import (
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
