@@ -167,7 +167,7 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 	if idle {
 		if serr := hookenv.ShutGate(); serr != nil {
 			// post-receive runs, and finds nothing to do.
-			log.Warn("pre-receive", "PRINCIPAL", h.Principal, "REPO", key, "error", serr.Error())
+			log.Warn("post-receive gate", "PRINCIPAL", h.Principal, "REPO", key, "error", serr.Error())
 		} else {
 			entries = log.With("POST_RECEIVE", "skipped")
 		}
