@@ -115,24 +115,27 @@ func run(oldTree string, n int) error {
 	if err := write(plain, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n", 0o755); err != nil {
 		return err
 	}
-	clone := func(name, transport, url string) (string, error) {
+	// clone makes a working repository with one commit for url and, where
+	// ref is given, pushes that commit there.
+	clone := func(name, transport, url, ref string) (string, error) {
 		d := filepath.Join(w, name)
-		for _, args := range [][]string{
+		steps := [][]string{
 			{"git", "init", "-q", "-b", "main", d},
 			{"git", "-C", d, "commit", "-q", "--allow-empty", "-m", "base"},
 			{"git", "-C", d, "remote", "add", "origin", url},
-		} {
+		}
+		if ref != "" {
+			steps = append(steps, []string{"git", "-C", d, "push", "-q", "origin", "HEAD:" + ref})
+		}
+		for _, args := range steps {
 			if err := sh(w, transport, args...); err != nil {
 				return "", err
 			}
 		}
 		return d, nil
 	}
-	d, err := clone("c-floor", plain, "ssh://local"+floor)
+	d, err := clone("c-floor", plain, "ssh://local"+floor, "main")
 	if err != nil {
-		return err
-	}
-	if err := sh(d, plain, "git", "push", "-q", "origin", "HEAD:main"); err != nil {
 		return err
 	}
 	targets = append(targets, &target{name: "hookless push", clone: d, transport: plain, ref: "HEAD:refs/heads/main"})
@@ -157,14 +160,11 @@ func run(oldTree string, n int) error {
 		if err := write(transport, fmt.Sprintf("#!/bin/sh\nfor last; do :; done\nSSH_ORIGINAL_COMMAND=$last exec %s --root %s serve --as bench\n", hook, root), 0o755); err != nil {
 			return err
 		}
-		br, err := clone("c-"+b, transport, "ssh://local/demo.git")
+		br, err := clone("c-"+b, transport, "ssh://local/demo.git", "main")
 		if err != nil {
 			return err
 		}
-		if err := sh(br, transport, "git", "push", "-q", "origin", "HEAD:main"); err != nil {
-			return err
-		}
-		fr, err := clone("f-"+b, transport, "ssh://local/demo.git")
+		fr, err := clone("f-"+b, transport, "ssh://local/demo.git", "")
 		if err != nil {
 			return err
 		}
@@ -180,11 +180,8 @@ func run(oldTree string, n int) error {
 			}
 		}
 		// A branch no patch targets: nothing for post-receive to scan.
-		sr, err := clone("s-"+b, transport, "ssh://local/demo.git")
+		sr, err := clone("s-"+b, transport, "ssh://local/demo.git", "side")
 		if err != nil {
-			return err
-		}
-		if err := sh(sr, transport, "git", "push", "-q", "origin", "HEAD:side"); err != nil {
 			return err
 		}
 		targets = append(targets,
