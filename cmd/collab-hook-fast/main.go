@@ -160,14 +160,21 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 		Rules: func(context.Context) (map[string]pushcheck.Rule, error) { return h.Rules, nil },
 		Admin: func(context.Context) (bool, error) { return h.Checked.Level >= access.Admin, nil },
 	})
-	// A push that passed and moves no branch the merge scan follows has
-	// git skip post-receive; its entries say so.
-	idle := err == nil && h.PostReceiveIdle(us)
+	// A push that passed and gives post-receive nothing to do (it moves
+	// no branch the merge scan follows, or only by new commits that name
+	// none of its open patches) has git skip post-receive; its entries
+	// say so, and serve records the scan of the latter moves.
+	var idle bool
+	var unmerged []pushcheck.Update
+	if err == nil {
+		idle, unmerged = h.PostReceiveIdle(us, quarantine())
+	}
 	entries := log
 	if idle {
 		if serr := hookenv.ShutGate(); serr != nil {
-			// post-receive runs, and finds nothing to do.
+			// post-receive runs, and scans.
 			log.Warn("post-receive gate", "PRINCIPAL", h.Principal, "REPO", key, "error", serr.Error())
+			unmerged = nil
 		} else {
 			entries = log.With("POST_RECEIVE", "skipped")
 		}
@@ -177,29 +184,46 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return true, 1
 	}
-	if err := prefetch(us, !idle); err != nil {
-		// Only a head start lost: the hooks read themselves.
-		log.Warn("prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
+	if len(unmerged) > 0 {
+		if err := tell(relay.Unmerged, unmerged); err != nil {
+			// The next push's post-receive scans these moves again.
+			log.Warn("merge scan", "PRINCIPAL", h.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+		}
+	}
+	if !idle && pushcheck.MovesBranches(us) || pushcheck.HasFor(us) {
+		if err := tell(relay.Prefetch, us); err != nil {
+			// Only a head start lost: the hooks read themselves.
+			log.Warn("prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
+		}
 	}
 	return true, 0
 }
 
-// maxPrefetch bounds the update lines prefetch writes into a pipe before
-// anyone reads it: well under a pipe's 64 KiB, so the write never waits.
-const maxPrefetch = 32 << 10
+// quarantine reads the commits a push brought from its quarantine
+// (hookenv.Unmerged); nil where git made none (no new objects).
+func quarantine() hookenv.CommitReader {
+	q := os.Getenv("GIT_QUARANTINE_PATH")
+	if q == "" {
+		return nil
+	}
+	return func(oid string) ([]byte, error) { return git.LooseCommit(q, oid) }
+}
 
-// prefetch hands the serve that started this push's receive-pack, where
-// there is one, the updates of a push that passed and has refs/for
-// updates or moves a branch post-receive will scan (scans), for it to
-// start what proc-receive and the merge scan read while git moves the
-// objects in (relay.Prefetch); it does not wait.
-func prefetch(us []pushcheck.Update, scans bool) error {
+// maxTell bounds the update lines tell writes into a pipe before
+// anyone reads it: well under a pipe's 64 KiB, so the write never waits.
+const maxTell = 32 << 10
+
+// tell hands the serve that started this push's receive-pack, where there
+// is one, the update lines us as the request hook (relay.Prefetch: for it
+// to start what proc-receive and the merge scan read while git moves the
+// objects in; relay.Unmerged); it does not wait.
+func tell(hook string, us []pushcheck.Update) error {
 	fd, err := strconv.Atoi(os.Getenv(relay.FDVar))
-	if err != nil || !(scans && pushcheck.MovesBranches(us) || pushcheck.HasFor(us)) {
+	if err != nil {
 		return nil
 	}
 	lines := pushcheck.FormatUpdates(us)
-	if len(lines) > maxPrefetch {
+	if len(lines) > maxTell {
 		return nil
 	}
 	wd, err := os.Getwd()
@@ -218,5 +242,5 @@ func prefetch(us []pushcheck.Update, scans bool) error {
 	if err != nil {
 		return err
 	}
-	return relay.Tell(fd, relay.Request{Hook: relay.Prefetch, Dir: wd, Env: os.Environ()}, r)
+	return relay.Tell(fd, relay.Request{Hook: hook, Dir: wd, Env: os.Environ()}, r)
 }

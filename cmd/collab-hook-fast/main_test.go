@@ -164,8 +164,10 @@ func TestPreReceive(t *testing.T) {
 }
 
 // TestPreReceiveGate: a push that passes and moves no branch the merge
-// scan follows shuts the post-receive gate (fd hookenv.GateFD) serve
-// handed git, so that git skips post-receive; any other leaves it open.
+// scan follows, or moves one only by new commits that name none of its
+// patches from where its scan ended, shuts the post-receive gate (fd
+// hookenv.GateFD) serve handed git, so that git skips post-receive; any
+// other leaves it open.
 func TestPreReceiveGate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds collab-hook-fast")
@@ -174,19 +176,25 @@ func TestPreReceiveGate(t *testing.T) {
 	root, repo, one, two := demoRepo(t)
 	lim := pushlimit.Defaults()
 	protected := map[string]pushcheck.Rule{"dev": {Branch: "dev"}}
+	main := []hookenv.Followed{{Branch: "main"}}
+	// main's scan ended at one, and two, the push's commit, names none
+	// of its patches.
+	scannedToOne := []hookenv.Followed{{Branch: "main", Tip: one, IDs: []string{"0123456789abcdef"}}}
 	for _, tc := range []struct {
-		name    string
-		scanned []string // nil: no PostReceiveVar
-		stdin   string
-		code    int
-		open    bool
+		name     string
+		followed []hookenv.Followed // nil: no PostReceiveVar
+		stdin    string
+		code     int
+		open     bool
 	}{
-		{"refs/for", []string{"main"}, one + " " + two + " refs/for/main\n", 0, false},
-		{"a branch nothing follows", []string{"main"}, one + " " + two + " refs/heads/topic\n", 0, false},
-		{"a followed branch", []string{"main"}, one + " " + two + " refs/heads/main\n", 0, true},
-		{"none followed", []string{}, one + " " + two + " refs/heads/main\n", 0, false},
+		{"refs/for", main, one + " " + two + " refs/for/main\n", 0, false},
+		{"a branch nothing follows", main, one + " " + two + " refs/heads/topic\n", 0, false},
+		{"a followed branch", main, one + " " + two + " refs/heads/main\n", 0, true},
+		{"a followed branch, by a commit naming no patch of it", scannedToOne, one + " " + two + " refs/heads/main\n", 0, false},
+		{"a followed branch whose scan is behind", scannedToOne, two + " " + one + " refs/heads/main\n", 0, true},
+		{"none followed", []hookenv.Followed{}, one + " " + two + " refs/heads/main\n", 0, false},
 		{"no list handed off", nil, one + " " + two + " refs/for/main\n", 0, true},
-		{"refused", []string{"main"}, one + " " + two + " refs/heads/dev\n", 1, true},
+		{"refused", main, one + " " + two + " refs/heads/dev\n", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gate, err := hookenv.OpenGate(hookdir.FD)
@@ -197,9 +205,12 @@ func TestPreReceiveGate(t *testing.T) {
 			h := hookenv.Handoff{Principal: "alice", Root: root,
 				Checked: hookenv.Check{Level: access.Write, Repo: "demo.git", At: time.Now()}, Limits: &lim, Rules: protected}
 			env := append([]string{"PATH=" + os.Getenv("PATH"), "GIT_DIR=.", "COLLAB_JOURNAL_SOCKET=" + filepath.Join(root, "no-journal")}, h.Encode()...)
-			if tc.scanned != nil {
-				env = append(env, hookenv.ScannedEnv(tc.scanned)...)
+			if tc.followed != nil {
+				env = append(env, hookenv.ScannedEnv(tc.followed)...)
 			}
+			// Pushed loose, demoRepo's commits stand in for a push's
+			// quarantine.
+			env = append(env, "GIT_QUARANTINE_PATH="+filepath.Join(repo, "objects"))
 			cmd := exec.Command(filepath.Join(bin, "collab-hook-fast"), "--root", root, "hook", "pre-receive")
 			cmd.Dir, cmd.Env = repo, env
 			// fds 3 and 4 (the relay, the program) are not needed here.

@@ -1,6 +1,7 @@
 package hookenv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -27,7 +28,8 @@ import (
 //
 // Only the merge scan makes post-receive work: a move of a branch that an
 // open patch targets or whose scan progress is recorded (PostReceiveVar
-// lists them as serve read them). A branch that joins that list while the
+// lists them as serve read them), and even that only where the move might
+// merge one (Unmerged). A branch that joins that list while the
 // push runs (a concurrent first revision of a patch) has a scan start
 // recorded below this push's new tip, and the next push or collab-web's
 // sweep scans from there, as for any missed post-receive.
@@ -36,7 +38,8 @@ const (
 	// socket (3) and collab-hook-fast (4).
 	GateFD = 5
 	// PostReceiveVar is set where serve made the gate: the branches
-	// whose move post-receive scans, space-separated ("-": none).
+	// whose move post-receive scans, space-separated ("-": none), as
+	// ScannedEnv writes them.
 	PostReceiveVar = "COLLAB_POST_RECEIVE"
 	gateName       = "collab-post-receive"
 )
@@ -86,54 +89,173 @@ func shutGate(fd int) error {
 	return nil
 }
 
+// Followed is a branch whose move post-receive scans, as serve read it
+// before git started: Tip is where its last merge scan ended ("" where
+// that was not handed off), IDs the open patches that target it.
+type Followed struct {
+	Branch string
+	Tip    string
+	IDs    []string
+}
+
 // maxScanned bounds PostReceiveVar's value, well under what one
 // environment string may hold (128 KiB).
 const maxScanned = 16 << 10
 
-// ScannedEnv is the PostReceiveVar pair for branches, to go beside the
-// gate it describes; nil where there are too many to list (pre-receive
-// then never shuts the gate).
-func ScannedEnv(branches []string) []string {
-	v := "-"
-	if len(branches) > 0 {
-		v = strings.Join(branches, " ")
+// ScannedEnv is the PostReceiveVar pair for the followed branches, to go
+// beside the gate it describes. Each is "BRANCH:TIP:ID,ID…" (":" cannot be
+// in a branch name; TIP "-" for none), or only the names where that would
+// be too long; nil where even those are (pre-receive then never shuts the
+// gate).
+func ScannedEnv(followed []Followed) []string {
+	if len(followed) == 0 {
+		return []string{PostReceiveVar + "=-"}
 	}
-	if len(v) > maxScanned {
-		return nil
+	full := make([]string, len(followed))
+	names := make([]string, len(followed))
+	for i, f := range followed {
+		tip := f.Tip
+		if tip == "" {
+			tip = "-"
+		}
+		full[i] = f.Branch + ":" + tip + ":" + strings.Join(f.IDs, ",")
+		names[i] = f.Branch
 	}
-	return []string{PostReceiveVar + "=" + v}
+	for _, v := range []string{strings.Join(full, " "), strings.Join(names, " ")} {
+		if len(v) <= maxScanned {
+			return []string{PostReceiveVar + "=" + v}
+		}
+	}
+	return nil
 }
 
 // decodeScanned reads ScannedEnv's value; nil where there is none or
 // it is malformed (no gate: post-receive runs).
-func decodeScanned(v string) map[string]bool {
+func decodeScanned(v string) map[string]Followed {
 	if v == "" {
 		return nil
 	}
-	out := map[string]bool{}
+	out := map[string]Followed{}
 	if v == "-" {
 		return out
 	}
-	for _, b := range strings.Fields(v) {
-		if !git.IsFullRef(pushcheck.HeadsPrefix + b) {
+	for _, e := range strings.Fields(v) {
+		var f Followed
+		var rest string
+		var full bool
+		f.Branch, rest, full = strings.Cut(e, ":")
+		if !git.IsFullRef(pushcheck.HeadsPrefix + f.Branch) {
 			return nil
 		}
-		out[b] = true
+		if full {
+			tip, ids, ok := strings.Cut(rest, ":")
+			if !ok || tip != "-" && !git.IsOID(tip) {
+				return nil
+			}
+			if tip != "-" {
+				f.Tip = tip
+			}
+			if ids != "" {
+				f.IDs = strings.Split(ids, ",")
+			}
+			for _, id := range f.IDs {
+				if !lowerHex(id) {
+					return nil
+				}
+			}
+		}
+		out[f.Branch] = f
 	}
 	return out
 }
 
-// PostReceiveIdle reports whether post-receive would find nothing to do
-// in a push of updates, where serve made the gate: the push moves no
-// branch the merge scan follows. Without a gate it is false.
-func (h Handoff) PostReceiveIdle(updates []pushcheck.Update) bool {
-	if h.Scanned == nil {
+func lowerHex(s string) bool {
+	if s == "" {
 		return false
 	}
-	for _, u := range updates {
-		if b, ok := strings.CutPrefix(u.Ref, pushcheck.HeadsPrefix); ok && u.New != git.ZeroOID && h.Scanned[b] {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
 		}
 	}
 	return true
+}
+
+// PostReceiveIdle reports whether post-receive would find nothing to do
+// in a push of updates, where serve made the gate: each branch the merge
+// scan follows that the push moves is moved from where its last scan
+// ended, by commits new to the repository that name none of the
+// branches' open patches (Unmerged). Those moves are unmerged, for serve
+// to record as scanned (push.Skips). Without a gate it is false.
+func (h Handoff) PostReceiveIdle(updates []pushcheck.Update, read CommitReader) (idle bool, unmerged []pushcheck.Update) {
+	if h.Scanned == nil {
+		return false, nil
+	}
+	for _, u := range updates {
+		b, ok := strings.CutPrefix(u.Ref, pushcheck.HeadsPrefix)
+		if !ok || u.New == git.ZeroOID {
+			continue
+		}
+		f, ok := h.Scanned[b]
+		if !ok {
+			continue
+		}
+		if !Unmerged(f, u, read) {
+			return false, nil
+		}
+		unmerged = append(unmerged, u)
+	}
+	return true, unmerged
+}
+
+// CommitReader reads a commit the push brought (git.LooseCommit on its
+// quarantine).
+type CommitReader func(oid string) ([]byte, error)
+
+// maxUnmergedWalk bounds Unmerged's walk: git writes a push's objects
+// loose only below transfer.unpackLimit (100) objects.
+const maxUnmergedWalk = 100
+
+// Unmerged reports whether u, a move of followed branch f, certainly
+// merges none of f's open patches: it starts where f's last scan ended,
+// and every commit it brings (NEW ^OLD) is one read can read (new to the
+// repository, so no pinned revision of a patch) whose object names none of
+// f.IDs in any case (so no Patch: or Change-Id: trailer of one). Anything
+// else (a commit that was there before, a pack, a commit in another
+// encoding, too many) is false: post-receive then scans the move.
+func Unmerged(f Followed, u pushcheck.Update, read CommitReader) bool {
+	if read == nil || f.Tip == "" || u.Old != f.Tip || u.Old == git.ZeroOID || !git.IsOID(u.New) {
+		return false
+	}
+	seen := map[string]bool{}
+	todo := []string{u.New}
+	for len(todo) > 0 {
+		oid := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if oid == u.Old || seen[oid] {
+			continue
+		}
+		if seen[oid] = true; len(seen) > maxUnmergedWalk {
+			return false
+		}
+		body, err := read(oid)
+		if err != nil || declaresEncoding(body) {
+			return false
+		}
+		lower := bytes.ToLower(body)
+		for _, id := range f.IDs {
+			if bytes.Contains(lower, []byte(id)) {
+				return false
+			}
+		}
+		todo = append(todo, git.CommitParents(body)...)
+	}
+	return true
+}
+
+// declaresEncoding reports whether a commit's headers name an encoding
+// for its message, in which a patch id might not be spelled in ASCII.
+func declaresEncoding(body []byte) bool {
+	head, _, _ := bytes.Cut(body, []byte("\n\n"))
+	return bytes.HasPrefix(head, []byte("encoding ")) || bytes.Contains(head, []byte("\nencoding "))
 }

@@ -60,10 +60,10 @@ type Handoff struct {
 	// nil means none were handed off (the hooks read them from the
 	// database). They count only with the check (Stamped).
 	Rules map[string]pushcheck.Rule
-	// Scanned are the branches whose move post-receive scans, where
-	// serve made the post-receive gate (GateFD); nil: no gate. Decode
-	// only: serve sets PostReceiveVar beside the gate it makes.
-	Scanned map[string]bool
+	// Scanned are the branches whose move post-receive scans, by name,
+	// where serve made the post-receive gate (GateFD); nil: no gate.
+	// Decode only: serve sets PostReceiveVar beside the gate it makes.
+	Scanned map[string]Followed
 	// MergeScanBudget is the operator's foreground merge scan budget (0:
 	// the default). Decode only: serve passes it through, never sets it.
 	MergeScanBudget int

@@ -31,7 +31,8 @@ import (
 
 // Names returns the hooks Run knows: git's three, and the detached merge
 // scan post-receive starts for updates too big to scan while the pusher
-// waits. Run also takes relay.Prefetch where Hook.Prefetch is set.
+// waits. Run also takes relay.Prefetch where Hook.Prefetch is set, and
+// relay.Unmerged where Hook.Skips is.
 func Names() []string { return []string{"pre-receive", "proc-receive", "post-receive", "merge-scan"} }
 
 // Hook is one run of a hook.
@@ -59,6 +60,9 @@ type Hook struct {
 	// the hooks' git reads in it, and proc-receive and post-receive take
 	// them.
 	Prefetch *push.Prefetch
+	// Skips, when set, is the push's (serve's): relay.Unmerged adds to
+	// it the moves pre-receive found unmerged.
+	Skips *push.Skips
 }
 
 // Run runs h and returns its exit code. Refusals and failures are one
@@ -91,7 +95,7 @@ func Run(ctx context.Context, h Hook) int {
 		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return 1
 	}
-	if !slices.Contains(Names(), h.Name) && (h.Name != relay.Prefetch || h.Prefetch == nil) {
+	if !slices.Contains(Names(), h.Name) && (h.Name != relay.Prefetch || h.Prefetch == nil) && (h.Name != relay.Unmerged || h.Skips == nil) {
 		return fail(fmt.Errorf("unknown hook %q", h.Name))
 	}
 	key, dir, err := pushcheck.RepoDirOf(h.Root.ReposDir(), h.Dir, getenv("GIT_DIR"))
@@ -172,6 +176,8 @@ func Run(ctx context.Context, h Hook) int {
 		}
 	case relay.Prefetch:
 		h.Prefetch.Start(ctx, e, us)
+	case relay.Unmerged:
+		h.Skips.Add(us)
 	case "merge-scan":
 		// A detached run for updates too big to scan while the pusher
 		// waits: nobody reads its output; it logs.

@@ -1,13 +1,15 @@
 package push
 
 import (
-	"slices"
+	"database/sql"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/hookenv"
 )
 
 // moveMain points the bare repository's main at the working clone's HEAD
@@ -226,25 +228,30 @@ func TestMergeScanOneOrSeveralBranches(t *testing.T) {
 	}
 }
 
-// TestScannedBranches: the branches ScannedBranches names are exactly
-// those whose move PostReceive has work for (the post-receive gate stays
-// open for them): one an open patch targets, and one that still has scan
-// progress to drop.
-func TestScannedBranches(t *testing.T) {
+// TestReadFollowing: the branches ReadFollowing names are exactly those
+// whose move PostReceive has work for (the post-receive gate stays open
+// for them unless pre-receive sees the move merges nothing): one an open
+// patch targets, with its scan progress and the patch, and one that still
+// has scan progress to drop.
+func TestReadFollowing(t *testing.T) {
 	f := newForge(t)
-	scanned := func(want ...string) {
+	following := func(want ...hookenv.Followed) Following {
 		t.Helper()
-		got, err := ScannedBranches(f.ctx, f.db.R(), "demo.git")
+		got, err := ReadFollowing(f.ctx, f.db.R(), "demo.git")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("ScannedBranches = %q, want %q", got, want)
+		if !reflect.DeepEqual(got.Branches, want) {
+			t.Fatalf("ReadFollowing = %+v, want %+v", got.Branches, want)
 		}
+		return got
 	}
-	scanned()
+	before := following()
 	f.mergedTopic() // a patch on main, open
-	scanned("main")
+	tip := f.query("SELECT tip FROM branch_scans WHERE branch = 'main'")
+	if after := following(hookenv.Followed{Branch: "main", Tip: tip, IDs: []string{pid}}); after.Mark <= before.Mark {
+		t.Errorf("Mark %d after a revision, %d before", after.Mark, before.Mark)
+	}
 	if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
 		t.Fatal(err)
 	}
@@ -252,10 +259,76 @@ func TestScannedBranches(t *testing.T) {
 	if v := f.query("SELECT count(*) FROM patches WHERE state = 'open'"); v != "0" {
 		t.Fatalf("%s open patches after the merge", v)
 	}
-	scanned("main")
+	following(hookenv.Followed{Branch: "main", Tip: f.git("rev-parse", "HEAD")})
 	f.commit("Later")
 	if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
 		t.Fatal(err)
 	}
-	scanned()
+	following()
+}
+
+// TestSkipsRecord: a move pre-receive found unmerged is recorded as
+// scanned once the push is done, unless patches changed meanwhile or
+// another scan moved the progress first; a branch no open patch targets
+// any more has its progress dropped.
+func TestSkipsRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		during func(f *testForge)
+		merged bool // the patch on main merged before the push
+		want   string
+	}{
+		{"recorded", nil, false, "new"},
+		{"a revision meanwhile", func(f *testForge) {
+			f.git("checkout", "-q", "-b", "other", "main~1")
+			f.procReceive("refs/for/main", f.commit("Other"))
+			f.git("checkout", "-q", "main")
+		}, false, "old"},
+		{"a scan moved it first", func(f *testForge) {
+			if err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(f.ctx, "UPDATE branch_scans SET tip = 'elsewhere'")
+				return err
+			}); err != nil {
+				f.t.Fatal(err)
+			}
+		}, false, "elsewhere"},
+		{"no open patch left", nil, true, "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newForge(t)
+			f.git("checkout", "-q", "-b", "topic")
+			f.procReceive("refs/for/main", f.commit("Topic\n\nPatch: "+pid))
+			f.git("checkout", "-q", "main")
+			if tc.merged {
+				f.git("merge", "-q", "--ff-only", "topic")
+				if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
+					t.Fatal(err)
+				}
+			}
+			following, err := ReadFollowing(f.ctx, f.db.R(), "demo.git")
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := f.query("SELECT tip FROM branch_scans WHERE branch = 'main'")
+			f.commit("Unrelated")
+			u := f.moveMain("bob")
+			if u.Old != old {
+				t.Fatalf("main moved from %s, progress at %s", u.Old, old)
+			}
+			s := NewSkips(following)
+			s.Add([]Update{u})
+			if tc.during != nil {
+				tc.during(f)
+			}
+			s.Record(f.ctx, f.env)
+			got := f.query("SELECT coalesce((SELECT tip FROM branch_scans WHERE branch = 'main'), 'none')")
+			want := map[string]string{"new": u.New, "old": u.Old}[tc.want]
+			if want == "" {
+				want = tc.want
+			}
+			if got != want {
+				t.Errorf("progress %s, want %s (%s)", got, want, tc.want)
+			}
+		})
+	}
 }

@@ -37,6 +37,12 @@ const ChildFD = 3
 // request.
 const Prefetch = "prefetch"
 
+// Unmerged is the request a pre-receive that shut the post-receive gate
+// sends (Tell) for the moves of followed branches it found unmerged
+// (hookenv.Unmerged): their update lines on stdin, for serve to record
+// them as scanned once git is done (push.Skips).
+const Unmerged = "unmerged"
+
 // MaxRequest bounds a request: a hook's environment is a few KiB.
 const MaxRequest = 128 << 10
 

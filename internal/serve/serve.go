@@ -291,7 +291,8 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	// while the pusher waits, runs once git is done, detached.
 	config := []string{"receive.autogc=false"}
 	hooks := "shims"
-	if direct, scanned := directHooks(ctx, r, db, key, dir); direct != nil {
+	var skips *push.Skips
+	if direct, following := directHooks(ctx, r, db, key, dir); direct != nil {
 		for _, f := range direct {
 			defer f.Close()
 		}
@@ -302,7 +303,8 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		// A shut gate is a hook git skips, which it would say to the
 		// pusher.
 		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
-		env = append(env, hookenv.ScannedEnv(scanned)...)
+		env = append(env, hookenv.ScannedEnv(following.Branches)...)
+		skips = push.NewSkips(following)
 		hooks = "direct"
 	}
 	argv = withConfig(argv, config...)
@@ -318,7 +320,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
 			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: req.Env, Dir: req.Dir,
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
-			Prefetch: prefetch,
+			Prefetch: prefetch, Skips: skips,
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
@@ -327,6 +329,11 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
 	prefetch.Close()
+	if skips != nil {
+		// The moves whose post-receive pre-receive skipped are scanned
+		// as far as they went; recorded now that their refs have moved.
+		skips.Record(context.WithoutCancel(ctx), &push.Env{Root: r.Root, DB: db, Repo: key, Principal: r.Principal, Log: r.Log, Now: r.now})
+	}
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
 		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
@@ -351,47 +358,47 @@ func withConfig(argv []string, kv ...string) []string {
 // directHooks opens collab-hook-fast and makes the post-receive gate
 // (hookenv.OpenGate) for git to run as the push's hooks from the root's
 // hooks directory, where the repository at dir has exactly the shims
-// collab writes for r.Binary (hookdir.Usable); scanned are the branches
-// whose move post-receive scans, for pre-receive to shut the gate where
-// the push moves none. nil where the repository's hooks differ, or either
-// file cannot be made: git then runs the shims.
-func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string) (files []*os.File, scanned []string) {
+// collab writes for r.Binary (hookdir.Usable); following says which
+// branches post-receive scans, for pre-receive to shut the gate where the
+// push gives it nothing to do. nil where the repository's hooks differ,
+// or either file cannot be made: git then runs the shims.
+func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string) (files []*os.File, following push.Following) {
 	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
-		return nil, nil
+		return nil, following
 	}
 	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
 	if err != nil {
-		return nil, nil
+		return nil, following
 	}
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		f.Close()
-		return nil, nil
+		return nil, following
 	}
 	// The links lead through /proc: where it is not mounted (a bare
 	// container) git would find no hooks at all.
 	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
 		f.Close()
-		return nil, nil
+		return nil, following
 	}
-	if scanned, err = push.ScannedBranches(ctx, db.R(), key); err != nil {
+	if following, err = push.ReadFollowing(ctx, db.R(), key); err != nil {
 		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
 		f.Close()
-		return nil, nil
+		return nil, following
 	}
 	gate, err := hookenv.OpenGate(hookdir.FD)
 	if err != nil {
 		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
 		f.Close()
-		return nil, nil
+		return nil, following
 	}
-	return []*os.File{f, gate}, scanned
+	return []*os.File{f, gate}, following
 }
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:
 // collab-hook-fast decides it with serve's hand-off, at the same cost, and
 // hands serve a relay.Prefetch for a push that passed.
-var relayed = map[string]bool{relay.Prefetch: true, "proc-receive": true, "post-receive": true}
+var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
 func gitProgram(words []string) (string, bool) {
