@@ -364,33 +364,33 @@ func withConfig(argv []string, kv ...string) []string {
 // or either file cannot be made: git then runs the shims.
 func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string) (files []*os.File, following push.Following) {
 	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
-		return nil, following
+		return nil, push.Following{}
 	}
 	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
 	if err != nil {
-		return nil, following
+		return nil, push.Following{}
 	}
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		f.Close()
-		return nil, following
+		return nil, push.Following{}
 	}
 	// The links lead through /proc: where it is not mounted (a bare
 	// container) git would find no hooks at all.
 	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
 		f.Close()
-		return nil, following
+		return nil, push.Following{}
 	}
 	if following, err = push.ReadFollowing(ctx, db.R(), key); err != nil {
 		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
 		f.Close()
-		return nil, following
+		return nil, push.Following{}
 	}
 	gate, err := hookenv.OpenGate(hookdir.FD)
 	if err != nil {
 		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
 		f.Close()
-		return nil, following
+		return nil, push.Following{}
 	}
 	return []*os.File{f, gate}, following
 }
