@@ -60,8 +60,8 @@ type Hook struct {
 	// the hooks' git reads in it, and proc-receive and post-receive take
 	// them.
 	Prefetch *push.Prefetch
-	// Skips, when set, is the push's (serve's): relay.Unmerged records
-	// in it the moves pre-receive found unmerged.
+	// Skips, when set, is the push's (serve's): relay.Unmerged adds to
+	// it the moves pre-receive found unmerged.
 	Skips *push.Skips
 }
 
@@ -177,7 +177,7 @@ func Run(ctx context.Context, h Hook) int {
 	case relay.Prefetch:
 		h.Prefetch.Start(ctx, e, us)
 	case relay.Unmerged:
-		h.Skips.Record(ctx, e, us)
+		h.Skips.Add(us)
 	case "merge-scan":
 		// A detached run for updates too big to scan while the pusher
 		// waits: nobody reads its output; it logs.

@@ -130,47 +130,58 @@ func (f Following) followed(branch string) hookenv.Followed {
 
 // Skips are the moves of followed branches that the pre-receive of the
 // push serve runs found unmerged (hookenv.Unmerged) against Following as
-// serve read it, and for which it shut the post-receive gate: Record
-// records them as scanned, as post-receive would have, and Confirm makes
-// sure nothing that changed meanwhile is missed.
+// serve read it, and for which it shut the post-receive gate. Record,
+// once git is done, records them as scanned, as post-receive would have.
 type Skips struct {
 	following Following
 	mu        sync.Mutex
-	recorded  []Update
+	moves     []Update
 }
 
 // NewSkips returns the Skips of a push that git runs with f handed off.
 func NewSkips(f Following) *Skips { return &Skips{following: f} }
 
-// Record records moves (relay.Unmerged, as soon as pre-receive tells:
-// while git moves the refs, so that the pusher does not wait for it) as
-// their branches' scanned tips, where each still starts where the last
-// scan ended (or drops the progress of a branch no open patch targets,
-// as PostReceive does), in one transaction. Where a patch was made or
+// Add notes moves pre-receive found unmerged (relay.Unmerged).
+func (s *Skips) Add(moves []Update) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.moves = append(s.moves, moves...)
+}
+
+// Record records each move Add noted as its branch's scanned tip, where
+// it still starts where the last scan ended (or drops the progress of a
+// branch no open patch targets, as PostReceive does), in one transaction
+// after git is done, when its ref has moved. Where a patch was made or
 // revised, or one targeting the branch opened or closed, since serve read
 // Following, it records nothing: the next push's post-receive then scans
-// the move against the patches as they are (it starts where the last
-// scan ended). It logs what it did, and a failure, after which the same
-// happens. A ref update git then refuses (a lost race) leaves progress at
-// a tip the branch never had, which the next scan walks past (missed).
-func (s *Skips) Record(ctx context.Context, e *Env, moves []Update) {
+// the move against the patches as they are (it starts where the last scan
+// ended). It logs what it did, and a failure, after which the same
+// happens.
+func (s *Skips) Record(ctx context.Context, e *Env) {
+	s.mu.Lock()
+	moves := s.moves
+	s.mu.Unlock()
 	if len(moves) == 0 {
 		return
 	}
 	start := time.Now()
+	ctx = store.WithWaitBudget(ctx)
 	changed := false
 	err := e.DB.Write(ctx, func(tx *sql.Tx) error {
-		cur, err := ReadFollowing(ctx, tx, e.Repo)
-		if err != nil {
+		now, cur := e.Now(), Following{}
+		var err error
+		if cur, err = ReadFollowing(ctx, tx, e.Repo); err != nil {
 			return err
 		}
-		if changed = s.changed(cur, moves); changed {
-			return nil
-		}
-		now := e.Now()
+		changed = cur.Mark != s.following.Mark
 		for _, u := range moves {
 			branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
-			if len(cur.followed(branch).IDs) == 0 {
+			was, is := s.following.followed(branch), cur.followed(branch)
+			if changed || !slices.Equal(was.IDs, is.IDs) {
+				changed = true
+				return nil
+			}
+			if len(is.IDs) == 0 {
 				_, err = tx.ExecContext(ctx, `DELETE FROM branch_scans WHERE repo = ? AND branch = ?`, e.Repo, branch)
 			} else {
 				err = recordScanned(ctx, tx, e.Repo, branch, u.Old, u.New, now)
@@ -181,11 +192,6 @@ func (s *Skips) Record(ctx context.Context, e *Env, moves []Update) {
 		}
 		return nil
 	})
-	if err == nil && !changed {
-		s.mu.Lock()
-		s.recorded = append(s.recorded, moves...)
-		s.mu.Unlock()
-	}
 	for _, u := range moves {
 		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New, "WALK", "pre-receive", "DURATION_MS", ms(start))
 		switch {
@@ -197,58 +203,8 @@ func (s *Skips) Record(ctx context.Context, e *Env, moves []Update) {
 			log.Info("merge scan", "OUTCOME", "none")
 		}
 	}
-}
-
-// changed reports whether cur differs from what serve handed off in a
-// way that could make one of moves merge a patch: a revision added
-// anywhere, or the open patches of a moved branch.
-func (s *Skips) changed(cur Following, moves []Update) bool {
-	if cur.Mark != s.following.Mark {
-		return true
-	}
-	for _, u := range moves {
-		branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
-		if !slices.Equal(s.following.followed(branch).IDs, cur.followed(branch).IDs) {
-			return true
-		}
-	}
-	return false
-}
-
-// Confirm, once git is done (the refs have moved), checks that the
-// patches are still as serve read them for the moves Record recorded.
-// Where they are not (a patch made or revised after Record looked, before
-// the ref moved), it scans those moves against the patches as they are
-// now and records what they merge, as post-receive would have (Scan is
-// idempotent); the pusher, gone, is not told, the journal is. It costs
-// one read where nothing changed.
-func (s *Skips) Confirm(ctx context.Context, e *Env) {
-	s.mu.Lock()
-	moves := s.recorded
-	s.mu.Unlock()
-	if len(moves) == 0 {
-		return
-	}
-	cur, err := ReadFollowing(ctx, e.DB.R(), e.Repo)
-	if err == nil && !s.changed(cur, moves) {
-		return
-	}
-	for _, u := range moves {
-		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New, "WALK", "confirm")
-		if err != nil {
-			log.Error("merge scan", "OUTCOME", "error", "error", err.Error())
-			continue
-		}
-		merged, err := e.Scan(ctx, ScanRange{Branch: strings.TrimPrefix(u.Ref, HeadsPrefix), Revs: Segment{Old: u.Old, New: u.New}.revs(), OldTip: u.Old, By: e.Principal}, 0)
-		if err != nil {
-			log.Error("merge scan", "OUTCOME", "error", "error", err.Error())
-			continue
-		}
-		for _, m := range merged {
-			log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned)
-		}
-		if len(merged) == 0 {
-			log.Info("merge scan", "OUTCOME", "none")
-		}
+	// As a hook that wrote does (hookrun.Run): the serial part of a push.
+	if u := store.LockUseOf(ctx); u.Writes > 0 {
+		e.logger().Info("merge scan lock", append([]any{"PRINCIPAL", e.Principal, "REPO", e.Repo, "OUTCOME", "wrote", "DURATION_MS", ms(start)}, u.Attrs()...)...)
 	}
 }

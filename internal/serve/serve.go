@@ -330,11 +330,9 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	srv.Close()
 	prefetch.Close()
 	if skips != nil {
-		// The moves whose post-receive pre-receive skipped were recorded
-		// as scanned while git moved their refs; now that it has, a patch
-		// made meanwhile is looked for.
-		skips.Confirm(context.WithoutCancel(ctx), &push.Env{Root: r.Root, DB: db, Repo: key, Git: git.Open(dir),
-			Principal: r.Principal, Log: r.Log, Now: r.now, Stderr: io.Discard})
+		// The moves whose post-receive pre-receive skipped are scanned
+		// as far as they went; recorded now that their refs have moved.
+		skips.Record(context.WithoutCancel(ctx), &push.Env{Root: r.Root, DB: db, Repo: key, Principal: r.Principal, Log: r.Log, Now: r.now})
 	}
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
