@@ -62,12 +62,14 @@ func (c *Cache[V]) Do(key string, mk func() (V, int64, bool)) V {
 	keep := false
 	var size int64
 	defer func() {
+		// In one critical section: a caller that finds the key no longer
+		// being made must find it kept, or make it again.
 		c.mu.Lock()
 		delete(c.making, key)
-		c.mu.Unlock()
 		if keep {
-			c.Put(key, m.val, size)
+			c.put(key, m.val, size)
 		}
+		c.mu.Unlock()
 		close(m.done)
 	}()
 	m.val, size, keep = mk()
@@ -92,6 +94,11 @@ func (c *Cache[V]) Get(key string) (V, bool) {
 func (c *Cache[V]) Put(key string, val V, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.put(key, val, size)
+}
+
+// put is Put with c.mu held.
+func (c *Cache[V]) put(key string, val V, size int64) {
 	if e, ok := c.items[key]; ok {
 		c.used -= e.Value.(*item[V]).size
 		c.order.Remove(e)
