@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/pushcheck"
 )
 
@@ -148,18 +149,18 @@ func decodeScanned(v string) map[string]Followed {
 			return nil
 		}
 		if full {
-			tip, ids, ok := strings.Cut(rest, ":")
+			tip, list, ok := strings.Cut(rest, ":")
 			if !ok || tip != "-" && !git.IsOID(tip) {
 				return nil
 			}
 			if tip != "-" {
 				f.Tip = tip
 			}
-			if ids != "" {
-				f.IDs = strings.Split(ids, ",")
+			if list != "" {
+				f.IDs = strings.Split(list, ",")
 			}
 			for _, id := range f.IDs {
-				if !lowerHex(id) {
+				if !ids.Valid(id) {
 					return nil
 				}
 			}
@@ -167,18 +168,6 @@ func decodeScanned(v string) map[string]Followed {
 		out[f.Branch] = f
 	}
 	return out
-}
-
-func lowerHex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // PostReceiveIdle reports whether post-receive would find nothing to do

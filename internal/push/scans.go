@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/hookenv"
-
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -168,20 +167,17 @@ func (s *Skips) Record(ctx context.Context, e *Env) {
 	ctx = store.WithWaitBudget(ctx)
 	changed := false
 	err := e.DB.Write(ctx, func(tx *sql.Tx) error {
-		now, cur := e.Now(), Following{}
-		var err error
-		if cur, err = ReadFollowing(ctx, tx, e.Repo); err != nil {
+		cur, err := ReadFollowing(ctx, tx, e.Repo)
+		if err != nil {
 			return err
 		}
-		changed = cur.Mark != s.following.Mark
+		if changed = s.changed(cur, moves); changed {
+			return nil
+		}
+		now := e.Now()
 		for _, u := range moves {
 			branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
-			was, is := s.following.followed(branch), cur.followed(branch)
-			if changed || !slices.Equal(was.IDs, is.IDs) {
-				changed = true
-				return nil
-			}
-			if len(is.IDs) == 0 {
+			if len(cur.followed(branch).IDs) == 0 {
 				_, err = tx.ExecContext(ctx, `DELETE FROM branch_scans WHERE repo = ? AND branch = ?`, e.Repo, branch)
 			} else {
 				err = recordScanned(ctx, tx, e.Repo, branch, u.Old, u.New, now)
@@ -207,4 +203,20 @@ func (s *Skips) Record(ctx context.Context, e *Env) {
 	if u := store.LockUseOf(ctx); u.Writes > 0 {
 		e.logger().Info("merge scan lock", append([]any{"PRINCIPAL", e.Principal, "REPO", e.Repo, "OUTCOME", "wrote", "DURATION_MS", ms(start)}, u.Attrs()...)...)
 	}
+}
+
+// changed reports whether cur differs from what serve handed off in a
+// way that could make one of moves merge a patch: a revision added
+// anywhere, or the open patches of a moved branch.
+func (s *Skips) changed(cur Following, moves []Update) bool {
+	if cur.Mark != s.following.Mark {
+		return true
+	}
+	for _, u := range moves {
+		branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
+		if !slices.Equal(s.following.followed(branch).IDs, cur.followed(branch).IDs) {
+			return true
+		}
+	}
+	return false
 }
