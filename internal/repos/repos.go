@@ -148,8 +148,9 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 // HookSet is the root's hooks directory for binary (hookdir): every
 // hook's shim, and git runs collab-hook-fast itself for pre-receive and
 // proc-receive, and through the post-receive gate for post-receive, which
-// pre-receive shuts where the push moves no branch the merge scan follows
-// (a refs/for push): then no program starts for it at all.
+// pre-receive shuts where post-receive would have nothing to do (a
+// refs/for push, or a branch move that cannot merge a patch:
+// hookenv.PostReceiveIdle): then no program starts for it at all.
 func HookSet(binary, rootDir string) hookdir.Set {
 	s := hookdir.Set{Shims: make(map[string]string, len(Hooks)),
 		Links: map[string]string{"pre-receive": hookdir.Fast, "proc-receive": hookdir.Fast, "post-receive": hookdir.Gate}}
