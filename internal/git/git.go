@@ -188,15 +188,33 @@ func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// Detach starts git with args on r in a session of its own, with no input
-// or output, and leaves it running: work that nobody waits for.
-func (r Repo) Detach(args ...string) error {
+// DetachHeld starts git with args on r in a session of its own, with no
+// input or output, and leaves it running: work that nobody waits for. git
+// is held back until release is called or this process ends, however it
+// ends: /bin/sh waits for its input to close and only then execs git.
+// Starting a process stops its parent until the child has exec'd; this
+// pays that where the caller has time to spare, for work that must not
+// start before later. release may be called more than once.
+func (r Repo) DetachHeld(args ...string) (release func(), err error) {
 	cmd := r.Command(context.Background(), args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), cmd.Err)
 	}
-	return cmd.Process.Release()
+	held := exec.Command("/bin/sh", append([]string{"-c", `read -r x; exec "$0" "$@" </dev/null`, cmd.Path}, cmd.Args[1:]...)...)
+	held.Env, held.Dir = cmd.Env, cmd.Dir
+	held.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	defer in.Close()
+	held.Stdin = in
+	if err := held.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	_ = held.Process.Release()
+	return func() { _ = w.Close() }, nil
 }
 
 // Init makes a bare repository at dir (with branch main), in a clean

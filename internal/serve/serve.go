@@ -73,8 +73,9 @@ type Request struct {
 	// git-receive-pack so and stays to run the push's hooks on their
 	// behalf (internal/relay); nil: serve execs receive-pack too.
 	// A cancelled ctx (serve's SIGTERM) passes the signal on to git, as if
-	// serve had exec'd it.
-	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error)
+	// serve had exec'd it. started is called once git has started, where
+	// it does.
+	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File, started func()) (int, error)
 	// Binary is collab-hook's absolute path, which the repositories' hook
 	// shims name. Where it is set and a repository's hooks are exactly
 	// those shims, git runs collab-hook-fast beside it as the hooks, from
@@ -324,7 +325,23 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
-	code, err = r.Spawn(ctx, gitPath, argv, env, files)
+	// git's housekeeping check starts while git receives the push, held
+	// back until git is done (git.Repo.DetachHeld): its start then costs
+	// the pusher nothing. It runs even if serve dies first.
+	gc := make(chan func(), 1)
+	held := false
+	started := func() {
+		held = true
+		go func() {
+			release, err := git.Open(dir).DetachHeld("gc", "--auto", "--quiet")
+			if err != nil {
+				r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+				release = func() {}
+			}
+			gc <- release
+		}()
+	}
+	code, err = r.Spawn(ctx, gitPath, argv, env, files, started)
 	child.Close()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
@@ -339,8 +356,8 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 		return 1, true
 	}
-	if err := git.Open(dir).Detach("gc", "--auto", "--quiet"); err != nil {
-		r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+	if held {
+		(<-gc)()
 	}
 	return code, true
 }
