@@ -222,8 +222,8 @@ func HookHint(ssh, id string) string {
 // git@host) into the ssh command line a user types; without it, the host
 // of the web URL with user git stands in.
 func (e *Env) sshCommand(ctx context.Context, base string) string {
-	s, _ := store.Setting(ctx, e.DB.R(), forge.SettingSSH)
-	return forge.SSHCommand(s, base)
+	settings, _ := e.DB.Settings(ctx)
+	return forge.SSHCommand(settings[forge.SettingSSH], base)
 }
 
 // revise records one refs/for/BASE command: it finds or makes the patch,

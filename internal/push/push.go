@@ -67,10 +67,11 @@ func (e *Env) limits(ctx context.Context) (pushlimit.Limits, error) {
 	if e.Limits != nil {
 		return *e.Limits, nil
 	}
-	l, err := pushlimit.Read(ctx, e.DB.R())
+	settings, err := e.DB.Settings(ctx)
 	if err != nil {
-		return l, err
+		return pushlimit.Defaults(), fmt.Errorf("read push limits: %w", err)
 	}
+	l := pushlimit.Of(settings)
 	e.Limits = &l
 	return l, nil
 }
@@ -100,7 +101,8 @@ const (
 func (e *Env) baseURL(ctx context.Context) string {
 	u := e.URL
 	if u == "" {
-		u, _ = store.Setting(ctx, e.DB.R(), forge.SettingURL)
+		settings, _ := e.DB.Settings(ctx)
+		u = settings[forge.SettingURL]
 	}
 	return strings.TrimRight(u, "/")
 }

@@ -124,7 +124,6 @@ func Check(key, value string) error {
 // Read returns the root's limits, with the defaults for unset or
 // unreadable values (config set checks what it stores).
 func Read(ctx context.Context, q access.Querier) (Limits, error) {
-	l := Defaults()
 	keys := Settings()
 	args := make([]any, len(keys))
 	for i, k := range keys {
@@ -132,20 +131,33 @@ func Read(ctx context.Context, q access.Querier) (Limits, error) {
 	}
 	rows, err := q.QueryContext(ctx, "SELECT key, value FROM settings WHERE key IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args...)
 	if err != nil {
-		return l, fmt.Errorf("read push limits: %w", err)
+		return Defaults(), fmt.Errorf("read push limits: %w", err)
 	}
 	defer rows.Close()
+	settings := map[string]string{}
 	for rows.Next() {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {
-			return l, fmt.Errorf("read push limits: %w", err)
+			return Defaults(), fmt.Errorf("read push limits: %w", err)
 		}
-		l.set(k, v)
+		settings[k] = v
 	}
 	if err := rows.Err(); err != nil {
-		return l, fmt.Errorf("read push limits: %w", err)
+		return Defaults(), fmt.Errorf("read push limits: %w", err)
 	}
-	return l, nil
+	return Of(settings), nil
+}
+
+// Of returns the limits the root's settings (store.DB.Settings) hold, with
+// the defaults for unset or unreadable values.
+func Of(settings map[string]string) Limits {
+	l := Defaults()
+	for _, k := range Settings() {
+		if v, ok := settings[k]; ok {
+			l.set(k, v)
+		}
+	}
+	return l
 }
 
 // set stores value into the limit named key when it is valid.

@@ -235,7 +235,8 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		// The push limits, read here with the access check: pre-receive
 		// takes them from the hand-off, and git bounds the pack itself
 		// (receive.maxInputSize, always the current setting).
-		lim, err := pushlimit.Read(ctx, db.R())
+		settings, err := db.Settings(ctx)
+		lim := pushlimit.Of(settings)
 		if err != nil {
 			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
 		}
@@ -531,18 +532,15 @@ func authKeys(path string) ([][2]string, error) {
 }
 
 func verbEnv(ctx context.Context, r *Request, db *store.DB, log *slog.Logger) (*verbs.Env, error) {
-	url := r.URL
-	if url == "" {
-		v, err := store.Setting(ctx, db.R(), forge.SettingURL)
-		if err != nil {
-			return nil, err
-		}
-		url = v
-	}
-	sshURL, err := store.Setting(ctx, db.R(), forge.SettingSSH)
+	settings, err := db.Settings(ctx)
 	if err != nil {
 		return nil, err
 	}
+	url := r.URL
+	if url == "" {
+		url = settings[forge.SettingURL]
+	}
+	sshURL := settings[forge.SettingSSH]
 	now := r.Now
 	if now == nil {
 		now = time.Now

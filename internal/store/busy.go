@@ -38,7 +38,14 @@ func ParseBusyTimeout(v string) (time.Duration, error) {
 // is absent or unreadable (the settings table may not exist yet).
 func (db *DB) BusyTimeout(ctx context.Context) time.Duration {
 	v, err := Setting(ctx, db.r, SettingBusyTimeout)
-	if err != nil || v == "" {
+	if err != nil {
+		return DefaultBusyTimeout
+	}
+	return busyTimeoutOf(v)
+}
+
+func busyTimeoutOf(v string) time.Duration {
+	if v == "" {
 		return DefaultBusyTimeout
 	}
 	d, err := ParseBusyTimeout(v)
@@ -52,27 +59,14 @@ func (db *DB) BusyTimeout(ctx context.Context) time.Duration {
 // connections' own busy_timeout before it is set for that write.
 const busySlack = 100 * time.Millisecond
 
-// settingsTTL is how long a process trusts the busy_timeout it read: a
-// config set reaches a running collab-web within it.
-const settingsTTL = 2 * time.Second
-
-type busyCache struct {
-	mu sync.Mutex
-	d  time.Duration
-	at time.Time
-}
-
-// busyTimeout is BusyTimeout, read at most once per settingsTTL: it is
-// asked before every write.
+// busyTimeout is BusyTimeout from the settings as Settings last read
+// them: it is asked before every write.
 func (db *DB) busyTimeout(ctx context.Context) time.Duration {
-	c := &db.busy
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() && time.Since(c.at) < settingsTTL {
-		return c.d
+	s, err := db.Settings(ctx)
+	if err != nil {
+		return DefaultBusyTimeout
 	}
-	c.d, c.at = db.BusyTimeout(ctx), time.Now()
-	return c.d
+	return busyTimeoutOf(s[SettingBusyTimeout])
 }
 
 // waitBudget is what one request has spent waiting for the writer lock,

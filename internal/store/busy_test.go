@@ -50,7 +50,7 @@ func setBusyTimeout(t *testing.T, db *DB, v string) {
 	if err := db.Write(ctx, func(tx *sql.Tx) error { return SetSetting(ctx, tx, SettingBusyTimeout, v) }); err != nil {
 		t.Fatal(err)
 	}
-	db.busy.at = time.Time{} // as if settingsTTL had passed
+	db.settings.at = time.Time{} // as if settingsTTL had passed
 }
 
 func insertEvent(ctx context.Context) func(*sql.Tx) error {

@@ -5,7 +5,47 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 )
+
+// settingsTTL is how long a process trusts the settings it read: a config
+// set reaches a running collab-web within it.
+const settingsTTL = 2 * time.Second
+
+type settingsCache struct {
+	mu sync.Mutex
+	m  map[string]string
+	at time.Time
+}
+
+// Settings returns the root's settings, read at most once per settingsTTL:
+// what one request needs of them (the busy timeout before each write, the
+// push and rate limits, the URLs) then costs one statement, not one each.
+// The map is shared: read it, never write it. Call it before a
+// transaction; inside one, a cold read takes a second connection.
+func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
+	c := &db.settings
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m != nil && time.Since(c.at) < settingsTTL {
+		return c.m, nil
+	}
+	m := map[string]string{}
+	err := Each(ctx, db.r, "SELECT key, value FROM settings", nil, func(rows *sql.Rows) error {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		m[k] = v
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	c.m, c.at = m, time.Now()
+	return m, nil
+}
 
 // Setting returns the root setting key, or "" when unset.
 func Setting(ctx context.Context, q Querier, key string) (string, error) {

@@ -49,9 +49,9 @@ type DB struct {
 	// readOnly is set when the database sits on a read-only filesystem:
 	// reads work, every write is refused as "try again later".
 	readOnly bool
-	// busy caches the busy_timeout setting for the writes of a
-	// long-running process.
-	busy busyCache
+	// settings caches the settings table for a long-running process
+	// (Settings).
+	settings settingsCache
 	// granted, when set (by tests), is told each wait a write is allowed:
 	// waitQueue for the flock queue, then waitLock for SQLite's own lock.
 	// How the budget is shared is then checked exactly, where timing the

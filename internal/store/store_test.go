@@ -216,3 +216,43 @@ func TestOpenShort(t *testing.T) {
 	}
 	writeConcurrently(t, ctx, db, long, 16)
 }
+
+// Settings reads the table once per settingsTTL: a change made meanwhile
+// is seen once the TTL has passed, and a failed read is not kept.
+func TestSettings(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	set := func(k, v string) {
+		t.Helper()
+		if err := db.Write(ctx, func(tx *sql.Tx) error { return SetSetting(ctx, tx, k, v) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("url", "http://one.test")
+	db.settings.at = time.Time{}
+	s, err := db.Settings(ctx)
+	if err != nil || s["url"] != "http://one.test" {
+		t.Fatalf("Settings = %v, %v", s, err)
+	}
+	set("url", "http://two.test")
+	if s, _ := db.Settings(ctx); s["url"] != "http://one.test" {
+		t.Errorf("within the TTL: url %q, want the value read", s["url"])
+	}
+	db.settings.at = db.settings.at.Add(-settingsTTL)
+	if s, _ := db.Settings(ctx); s["url"] != "http://two.test" {
+		t.Errorf("after the TTL: url %q, want the new value", s["url"])
+	}
+	db.settings.at = time.Time{}
+	if _, err := db.w.ExecContext(ctx, "ALTER TABLE settings RENAME TO settings_gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Settings(ctx); err == nil {
+		t.Fatal("Settings without a settings table: no error")
+	}
+	if _, err := db.w.ExecContext(ctx, "ALTER TABLE settings_gone RENAME TO settings"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := db.Settings(ctx); err != nil || s["url"] != "http://two.test" {
+		t.Errorf("after a failed read: %v, %v", s, err)
+	}
+}
