@@ -341,6 +341,31 @@ func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revisio
 	return out, rows.Err()
 }
 
+// RevisionsFor returns of a patch's revisions, in order, only the last and
+// the one of commit, where there is one: all AddRevisionOf and a push
+// need of them (Revisions reads every one, which grows with the patch).
+func RevisionsFor(ctx context.Context, q store.Querier, repo, id, commit string) ([]Revision, error) {
+	var out []Revision
+	err := store.Each(ctx, q, `SELECT number, commit_oid, base_commit, pusher, created_at, message
+		FROM revisions WHERE repo = ?1 AND patch_id = ?2 AND commit_oid = ?3
+		UNION
+		SELECT number, commit_oid, base_commit, pusher, created_at, message
+		FROM revisions WHERE repo = ?1 AND patch_id = ?2
+		AND number = (SELECT MAX(number) FROM revisions WHERE repo = ?1 AND patch_id = ?2)
+		ORDER BY number`, []any{repo, id, commit}, func(rows *sql.Rows) error {
+		var r Revision
+		if err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read revisions of %s: %w", id, err)
+	}
+	return out, nil
+}
+
 // RevisionN returns revision n of a patch (fault.NotFound when missing).
 func RevisionN(ctx context.Context, q store.Querier, repo, id string, n int) (Revision, error) {
 	r := Revision{Number: n}

@@ -162,15 +162,24 @@ func TestAddRevisionOfAgrees(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := func(d string) string { return strings.Repeat(d, 40) }
+	// How the revisions are read first: not at all (AddRevision), all of
+	// them, or only those AddRevisionOf needs.
+	read := map[string]func(tx *sql.Tx, id, commit string) ([]Revision, error){
+		"Revisions": func(tx *sql.Tx, id, _ string) ([]Revision, error) { return Revisions(ctx, tx, "demo.git", id) },
+		"RevisionsFor": func(tx *sql.Tx, id, commit string) ([]Revision, error) {
+			return RevisionsFor(ctx, tx, "demo.git", id, commit)
+		},
+	}
 	for _, pushes := range [][]string{
 		{c("1")},
 		{c("1"), c("1")},
 		{c("1"), c("2"), c("1"), c("3"), c("2")},
+		{c("1"), c("2"), c("3"), c("3"), c("4"), c("2"), c("4")},
 	} {
 		db := open(t)
 		rows := map[string]string{}
-		for _, viaOf := range []bool{false, true} {
-			id := strings.Repeat(map[bool]string{false: "aa", true: "bb"}[viaOf], 20)
+		for i, mode := range []string{"AddRevision", "Revisions", "RevisionsFor"} {
+			id := strings.Repeat(string(rune('a'+i)), 40)
 			var got []string
 			err := db.Write(ctx, func(tx *sql.Tx) error {
 				if _, err := Create(ctx, tx, New{Repo: "demo.git", ID: id, Title: "t", Author: "ada", Base: "main"}, now); err != nil {
@@ -180,8 +189,8 @@ func TestAddRevisionOfAgrees(t *testing.T) {
 					var r Revision
 					var added bool
 					var err error
-					if viaOf {
-						revs, rerr := Revisions(ctx, tx, "demo.git", id)
+					if read[mode] != nil {
+						revs, rerr := read[mode](tx, id, commit)
 						if rerr != nil {
 							return rerr
 						}
@@ -195,16 +204,17 @@ func TestAddRevisionOfAgrees(t *testing.T) {
 					got = append(got, fmt.Sprintf("%d:%v", r.Number, added))
 				}
 				revs, err := Revisions(ctx, tx, "demo.git", id)
-				rows[fmt.Sprint(viaOf)] = fmt.Sprint(revs)
+				rows[mode] = fmt.Sprint(revs) + " " + strings.Join(got, ",")
 				return err
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rows[fmt.Sprint(viaOf)+" answers"] = strings.Join(got, ",")
 		}
-		if rows["false"] != rows["true"] || rows["false answers"] != rows["true answers"] {
-			t.Errorf("pushes %d: AddRevision %s %s; AddRevisionOf %s %s", len(pushes), rows["false answers"], rows["false"], rows["true answers"], rows["true"])
+		for _, mode := range []string{"Revisions", "RevisionsFor"} {
+			if rows[mode] != rows["AddRevision"] {
+				t.Errorf("pushes %d: AddRevision %s; AddRevisionOf after %s %s", len(pushes), rows["AddRevision"], mode, rows[mode])
+			}
 		}
 	}
 }

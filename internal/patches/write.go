@@ -102,8 +102,9 @@ func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCo
 }
 
 // AddRevisionOf is AddRevision for a caller that has just read the patch's
-// revisions (Revisions, in tx): the commit's revision among revs, else a
-// new one numbered after the last of them, without reading them again. A
+// revisions (Revisions or RevisionsFor, in tx): the commit's revision
+// among revs, else a new one numbered after the last of them, without
+// reading them again. A
 // new one carries message (Gerrit's m=; "" for none), in its row and in
 // its revision.pushed; an existing one is returned as it is.
 func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher, message string, now time.Time) (rev Revision, added bool, err error) {

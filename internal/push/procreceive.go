@@ -391,7 +391,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		if err := e.addRequests(ctx, tx, id, opts, now); err != nil {
 			return err
 		}
-		revs, err := patches.Revisions(ctx, tx, e.Repo, id)
+		revs, err := patches.RevisionsFor(ctx, tx, e.Repo, id, c.New)
 		if err != nil {
 			return err
 		}
