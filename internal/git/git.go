@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -194,7 +195,8 @@ func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 // ends: /bin/sh waits for its input to close and only then execs git.
 // Starting a process stops its parent until the child has exec'd; this
 // pays that where the caller has time to spare, for work that must not
-// start before later. release may be called more than once.
+// start before later. release may be called more than once; a caller
+// that never calls it has git start as this process exits.
 func (r Repo) DetachHeld(args ...string) (release func(), err error) {
 	cmd := r.Command(context.Background(), args...)
 	if cmd.Err != nil {
@@ -203,18 +205,23 @@ func (r Repo) DetachHeld(args ...string) (release func(), err error) {
 	held := exec.Command("/bin/sh", append([]string{"-c", `read -r x; exec "$0" "$@" </dev/null`, cmd.Path}, cmd.Args[1:]...)...)
 	held.Env, held.Dir = cmd.Env, cmd.Dir
 	held.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	in, w, err := os.Pipe()
-	if err != nil {
+	// A raw fd, not an *os.File, for the end this process keeps: nothing
+	// but release or this process's end may close it (an *os.File's
+	// finalizer would, once the caller dropped it).
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
+	in := os.NewFile(uintptr(p[0]), "held")
 	defer in.Close()
 	held.Stdin = in
 	if err := held.Start(); err != nil {
-		w.Close()
+		_ = syscall.Close(p[1])
 		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	_ = held.Process.Release()
-	return func() { _ = w.Close() }, nil
+	var once sync.Once
+	return func() { once.Do(func() { _ = syscall.Close(p[1]) }) }, nil
 }
 
 // Init makes a bare repository at dir (with branch main), in a clean

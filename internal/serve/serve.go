@@ -327,19 +327,18 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
 	// git's housekeeping check starts while git receives the push, held
-	// back until git is done (git.Repo.DetachHeld): its start then costs
-	// the pusher nothing. It runs even if serve dies first.
-	gc := make(chan func(), 1)
+	// back (git.Repo.DetachHeld) until serve exits, however it exits: its
+	// start then costs the pusher nothing, and it runs only once serve's
+	// own work after git (the record below, closing the database) is done.
+	gc := make(chan struct{})
 	held := false
 	started := func() {
 		held = true
 		go func() {
-			release, err := git.Open(dir).DetachHeld("gc", "--auto", "--quiet")
-			if err != nil {
+			defer close(gc)
+			if _, err := git.Open(dir).DetachHeld("gc", "--auto", "--quiet"); err != nil {
 				r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
-				release = func() {}
 			}
-			gc <- release
 		}()
 	}
 	code, err = r.Spawn(ctx, gitPath, argv, env, files, started)
@@ -352,13 +351,13 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		// as far as they went; recorded now that their refs have moved.
 		skips.Record(context.WithoutCancel(ctx), &push.Env{Root: r.Root, DB: db, Repo: key, Principal: r.Principal, Log: r.Log, Now: r.now})
 	}
+	if held {
+		<-gc // its start is done
+	}
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
 		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 		return 1, true
-	}
-	if held {
-		(<-gc)()
 	}
 	return code, true
 }
