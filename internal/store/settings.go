@@ -21,7 +21,8 @@ type settingsCache struct {
 
 // Settings returns the root's settings, read at most once per settingsTTL:
 // what one request needs of them (the busy timeout before each write, the
-// push and rate limits, the URLs) then costs one statement, not one each.
+// push limits, the URLs) then costs one statement, not one each. The rate
+// limits keep a cache of their own (ratelimit.Limiter).
 // The map is shared: read it, never write it. Call it before a
 // transaction; inside one, a cold read takes a second connection.
 func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
