@@ -322,39 +322,21 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	return out, nil
 }
 
-// Revisions returns the revisions of a patch in order, 1 first.
-func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revision, error) {
-	rows, err := q.QueryContext(ctx, `SELECT number, commit_oid, base_commit, pusher, created_at, message
-		FROM revisions WHERE repo = ? AND patch_id = ? ORDER BY number`, repo, id)
-	if err != nil {
-		return nil, fmt.Errorf("read revisions of %s: %w", id, err)
-	}
-	defer rows.Close()
-	out := []Revision{}
-	for rows.Next() {
-		var r Revision
-		if err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message); err != nil {
-			return nil, fmt.Errorf("read revisions of %s: %w", id, err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+// revisionCols are the columns scanRevision reads, in its order.
+const revisionCols = "number, commit_oid, base_commit, pusher, created_at, message"
+
+func scanRevision(rows *sql.Rows) (Revision, error) {
+	var r Revision
+	err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message)
+	return r, err
 }
 
-// RevisionsFor returns of a patch's revisions, in order, only the last and
-// the one of commit, where there is one: all AddRevisionOf and a push
-// need of them (Revisions reads every one, which grows with the patch).
-func RevisionsFor(ctx context.Context, q store.Querier, repo, id, commit string) ([]Revision, error) {
-	var out []Revision
-	err := store.Each(ctx, q, `SELECT number, commit_oid, base_commit, pusher, created_at, message
-		FROM revisions WHERE repo = ?1 AND patch_id = ?2 AND commit_oid = ?3
-		UNION
-		SELECT number, commit_oid, base_commit, pusher, created_at, message
-		FROM revisions WHERE repo = ?1 AND patch_id = ?2
-		AND number = (SELECT MAX(number) FROM revisions WHERE repo = ?1 AND patch_id = ?2)
-		ORDER BY number`, []any{repo, id, commit}, func(rows *sql.Rows) error {
-		var r Revision
-		if err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message); err != nil {
+// revisions reads the revisions query selects (revisionCols) with args.
+func revisions(ctx context.Context, q store.Querier, id, query string, args ...any) ([]Revision, error) {
+	out := []Revision{}
+	err := store.Each(ctx, q, query, args, func(rows *sql.Rows) error {
+		r, err := scanRevision(rows)
+		if err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -364,6 +346,24 @@ func RevisionsFor(ctx context.Context, q store.Querier, repo, id, commit string)
 		return nil, fmt.Errorf("read revisions of %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// Revisions returns the revisions of a patch in order, 1 first.
+func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revision, error) {
+	return revisions(ctx, q, id, "SELECT "+revisionCols+" FROM revisions WHERE repo = ? AND patch_id = ? ORDER BY number", repo, id)
+}
+
+// RevisionsFor returns of a patch's revisions, in order, only the last and
+// the one of commit, where there is one: all AddRevisionOf and a push
+// need of them (Revisions reads every one, which grows with the patch).
+func RevisionsFor(ctx context.Context, q store.Querier, repo, id, commit string) ([]Revision, error) {
+	return revisions(ctx, q, id, `SELECT `+revisionCols+`
+		FROM revisions WHERE repo = ?1 AND patch_id = ?2 AND commit_oid = ?3
+		UNION
+		SELECT `+revisionCols+`
+		FROM revisions WHERE repo = ?1 AND patch_id = ?2
+		AND number = (SELECT MAX(number) FROM revisions WHERE repo = ?1 AND patch_id = ?2)
+		ORDER BY number`, repo, id, commit)
 }
 
 // RevisionN returns revision n of a patch (fault.NotFound when missing).
