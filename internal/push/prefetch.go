@@ -69,7 +69,6 @@ func NewPrefetch(ctx context.Context) *Prefetch {
 
 func walkKey(revs []string) string       { return "walk " + strings.Join(revs, " ") }
 func rangeKey(tip, branch string) string { return "range " + tip + " " + branch }
-func refsKey(ref string) string          { return "update-ref " + ref }
 
 // Start reads, in the background and on e.Git (the hook's environment:
 // pre-receive's quarantine), what proc-receive will read of each refs/for
@@ -106,15 +105,6 @@ func (p *Prefetch) Start(ctx context.Context, e *Env, updates []Update) {
 				return err
 			})
 			return r, err == nil
-		})
-		// The update-ref that writes the revision's refs, which revise
-		// would start only then: it reads nothing before its lines come
-		// (git.RefUpdater), and outside the quarantine, as proc-receive's
-		// own would run. Not bound to ctx: the hook that takes it finishes
-		// it; Close aborts one nobody took.
-		p.start(refsKey(u.Ref), func(ctx context.Context) (any, bool) {
-			refs, err := e.Git.Unquarantined().StartRefUpdate(context.WithoutCancel(ctx))
-			return refs, err == nil
 		})
 	}
 	if len(moves) == 0 || e.DB == nil {
@@ -199,22 +189,13 @@ func (p *Prefetch) take(ctx context.Context, key string) (val any, ok bool) {
 	return j.val, j.ok
 }
 
-// Close stops the reads nobody took and waits for them to end, and ends
-// with nothing written the update-refs nobody took.
+// Close stops the reads nobody took and waits for them to end.
 func (p *Prefetch) Close() {
 	if p == nil {
 		return
 	}
 	p.cancel()
 	p.wg.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for key, j := range p.jobs {
-		if refs, ok := j.val.(*git.RefUpdater); ok && j.ok {
-			refs.Abort()
-		}
-		delete(p.jobs, key)
-	}
 }
 
 // walk is e.Git.Walk, from the walk serve prefetched where there is one.
@@ -230,15 +211,6 @@ func (e *Env) walk(ctx context.Context, revs []string, fn func(git.Commit) error
 		}
 	}
 	return nil
-}
-
-// startRefUpdate is e.Git.StartRefUpdate, or the one serve started for
-// ref with the prefetch.
-func (e *Env) startRefUpdate(ctx context.Context, ref string) (*git.RefUpdater, error) {
-	if val, ok := e.Prefetched.take(ctx, refsKey(ref)); ok {
-		return val.(*git.RefUpdater), nil
-	}
-	return e.Git.StartRefUpdate(ctx)
 }
 
 // pushedRange is e.Git.PushedRange of tip and branch, as serve prefetched

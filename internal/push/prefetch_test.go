@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/git"
 )
 
@@ -93,59 +92,6 @@ func TestPrefetchProcReceive(t *testing.T) {
 			}
 			if f.env.prefetched != 1 {
 				t.Errorf("%d prefetched reads taken, want 1", f.env.prefetched)
-			}
-		})
-	}
-}
-
-// The update-ref serve starts with the prefetch is proc-receive's, and one
-// nobody took ends with Close, having written nothing.
-func TestPrefetchRefUpdate(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		ref   string
-		take  bool // proc-receive runs
-		taken bool // and takes it
-	}{
-		{"taken by proc-receive", "refs/for/main", true, true},
-		{"taken by a refusal", "refs/for/nope", true, true},
-		{"proc-receive never ran", "refs/for/main", false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newForge(t)
-			rev := f.commit("Topic\n\nPatch: " + pid)
-			p := NewPrefetch(f.ctx)
-			p.Start(f.ctx, f.env, []Update{{Old: git.ZeroOID, New: rev, Ref: tc.ref}})
-			j := p.jobs[refsKey(tc.ref)]
-			if j == nil {
-				t.Fatal("no update-ref started")
-			}
-			<-j.done
-			refs, ok := j.val.(*git.RefUpdater)
-			if !ok || !j.ok {
-				t.Fatalf("update-ref did not start: %v", j.val)
-			}
-			if tc.take {
-				f.env.Prefetched = p
-				f.procReceive(tc.ref, rev)
-			}
-			_, left := p.jobs[refsKey(tc.ref)]
-			if left == tc.taken {
-				t.Errorf("update-ref still there: %v, want %v", left, !tc.taken)
-			}
-			p.Close()
-			if err := refs.Commit(nil); err == nil {
-				t.Error("update-ref was still running after Close")
-			}
-			if len(p.jobs) != 0 {
-				t.Errorf("jobs left after Close: %v", p.jobs)
-			}
-			want := ""
-			if tc.ref == "refs/for/main" && tc.take {
-				want = rev
-			}
-			if got := f.refs()[collabref.HeadRef(pid)]; got != want {
-				t.Errorf("head ref %q, want %q", got, want)
 			}
 		})
 	}

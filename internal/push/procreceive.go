@@ -238,12 +238,12 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	if err != nil {
 		return res, git.Commit{}, err
 	}
-	// The update-ref that writes the refs at the end starts now (through
-	// serve, it started with the prefetch), so that its start overlaps the
-	// walk and the transaction instead of following them. It holds no lock and reads no ref until Commit hands it its
+	// The update-ref that writes the refs at the end starts now, so that
+	// its start overlaps the walk and the transaction instead of following
+	// them. It holds no lock and reads no ref until Commit hands it its
 	// lines, below under the refs lock (see git.RefUpdater); every way
 	// out before then, a refusal included, aborts it with nothing written.
-	refs, err := e.startRefUpdate(ctx, c.Ref)
+	refs, err := e.Git.StartRefUpdate(ctx)
 	if err != nil {
 		return res, git.Commit{}, fault.Wrap(err, "cannot start git update-ref")
 	}
