@@ -68,20 +68,15 @@ func runServe(ctx context.Context, g globals, as string) error {
 }
 
 // spawn runs git with serve's own stdin, stdout and stderr (the ssh
-// channel) and files as fds 3 and up, calls started once it has started,
-// and waits for it; serve's SIGTERM (ctx) reaches git as it would have had
-// serve exec'd it. A git killed by a signal exits 128+signal, as a shell
-// reports it.
-func spawn(ctx context.Context, path string, argv, env []string, files []*os.File, started func()) (int, error) {
+// channel) and files as fds 3 and up, and waits for it; serve's SIGTERM
+// (ctx) reaches git as it would have had serve exec'd it. A git killed by
+// a signal exits 128+signal, as a shell reports it.
+func spawn(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error) {
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Args, cmd.Env, cmd.ExtraFiles = argv, env, files
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	err := cmd.Start()
-	if err == nil {
-		started()
-		err = cmd.Wait()
-	}
+	err := cmd.Run()
 	if st := cmd.ProcessState; st != nil { // it ran, however it ended
 		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return 128 + int(ws.Signal()), nil

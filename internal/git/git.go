@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -189,39 +188,15 @@ func (r Repo) Command(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// DetachHeld starts git with args on r in a session of its own, with no
-// input or output, and leaves it running: work that nobody waits for. git
-// is held back until release is called or this process ends, however it
-// ends: /bin/sh waits for its input to close and only then execs git.
-// Starting a process stops its parent until the child has exec'd; this
-// pays that where the caller has time to spare, for work that must not
-// start before later. release may be called more than once; a caller
-// that never calls it has git start as this process exits.
-func (r Repo) DetachHeld(args ...string) (release func(), err error) {
+// Detach starts git with args on r in a session of its own, with no input
+// or output, and leaves it running: work that nobody waits for.
+func (r Repo) Detach(args ...string) error {
 	cmd := r.Command(context.Background(), args...)
-	if cmd.Err != nil {
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), cmd.Err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
-	held := exec.Command("/bin/sh", append([]string{"-c", `read -r x; exec "$0" "$@" </dev/null`, cmd.Path}, cmd.Args[1:]...)...)
-	held.Env, held.Dir = cmd.Env, cmd.Dir
-	held.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// A raw fd, not an *os.File, for the end this process keeps: nothing
-	// but release or this process's end may close it (an *os.File's
-	// finalizer would, once the caller dropped it).
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	in := os.NewFile(uintptr(p[0]), "held")
-	defer in.Close()
-	held.Stdin = in
-	if err := held.Start(); err != nil {
-		_ = syscall.Close(p[1])
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	_ = held.Process.Release()
-	var once sync.Once
-	return func() { once.Do(func() { _ = syscall.Close(p[1]) }) }, nil
+	return cmd.Process.Release()
 }
 
 // Init makes a bare repository at dir (with branch main), in a clean

@@ -52,7 +52,7 @@ func TestRelayedHookChecks(t *testing.T) {
 			var code int
 			var stderr string
 			res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
-				r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File, _ func()) (int, error) {
+				r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File) (int, error) {
 					cmd := exec.Command(os.Args[0])
 					cmd.Env = append(os.Environ(), "SERVE_TEST_HOOK="+tc.hook, "SERVE_TEST_DIR="+tc.dir, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
 					cmd.ExtraFiles = files

@@ -73,9 +73,8 @@ type Request struct {
 	// git-receive-pack so and stays to run the push's hooks on their
 	// behalf (internal/relay); nil: serve execs receive-pack too.
 	// A cancelled ctx (serve's SIGTERM) passes the signal on to git, as if
-	// serve had exec'd it. started is called once git has started, where
-	// it does.
-	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File, started func()) (int, error)
+	// serve had exec'd it.
+	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error)
 	// Binary is collab-hook's absolute path, which the repositories' hook
 	// shims name. Where it is set and a repository's hooks are exactly
 	// those shims, git runs collab-hook-fast beside it as the hooks, from
@@ -326,22 +325,7 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		})
 	})
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
-	// git's housekeeping check starts while git receives the push, held
-	// back (git.Repo.DetachHeld) until serve exits, however it exits: its
-	// start then costs the pusher nothing, and it runs only once serve's
-	// own work after git (the record below, closing the database) is done.
-	gc := make(chan struct{})
-	held := false
-	started := func() {
-		held = true
-		go func() {
-			defer close(gc)
-			if _, err := git.Open(dir).DetachHeld("gc", "--auto", "--quiet"); err != nil {
-				r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
-			}
-		}()
-	}
-	code, err = r.Spawn(ctx, gitPath, argv, env, files, started)
+	code, err = r.Spawn(ctx, gitPath, argv, env, files)
 	child.Close()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
@@ -351,13 +335,13 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		// as far as they went; recorded now that their refs have moved.
 		skips.Record(context.WithoutCancel(ctx), &push.Env{Root: r.Root, DB: db, Repo: key, Principal: r.Principal, Log: r.Log, Now: r.now})
 	}
-	if held {
-		<-gc // its start is done
-	}
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
 		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 		return 1, true
+	}
+	if err := git.Open(dir).Detach("gc", "--auto", "--quiet"); err != nil {
+		r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 	}
 	return code, true
 }

@@ -214,7 +214,7 @@ func TestReceivePackRelays(t *testing.T) {
 	f := setup(t)
 	var spawned [][]string
 	spawn := func(r *Request) {
-		r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File, _ func()) (int, error) {
+		r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File) (int, error) {
 			spawned = append(spawned, argv)
 			var fds []string
 			for _, kv := range env {
@@ -296,7 +296,7 @@ func TestReceivePackDirectHooks(t *testing.T) {
 			var files []*os.File
 			res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
 				r.Binary = tc.binary
-				r.Spawn = func(_ context.Context, _ string, a, e []string, fs []*os.File, _ func()) (int, error) {
+				r.Spawn = func(_ context.Context, _ string, a, e []string, fs []*os.File) (int, error) {
 					argv, env, files = a, e, fs
 					if len(fs) == 3 { // what git would run: the file beside the binary, and the gate
 						st, err := fs[1].Stat()
@@ -325,8 +325,7 @@ func TestReceivePackDirectHooks(t *testing.T) {
 			if gated != tc.direct {
 				t.Errorf("argv %q, env %q: post-receive gate %v, want %v", argv, env, gated, tc.direct)
 			}
-			// serve runs git's gc --auto itself, held back until git is
-			// done (Repo.DetachHeld).
+			// serve runs git's gc --auto itself, after git (Repo.Detach).
 			if !slices.Contains(argv, "receive.autogc=false") {
 				t.Errorf("argv %q: receive-pack would run gc --auto while the pusher waits", argv)
 			}
