@@ -353,9 +353,9 @@ func Revisions(ctx context.Context, q store.Querier, repo, id string) ([]Revisio
 	return revisions(ctx, q, id, "SELECT "+revisionCols+" FROM revisions WHERE repo = ? AND patch_id = ? ORDER BY number", repo, id)
 }
 
-// RevisionsFor returns of a patch's revisions, in order, only the last and
-// the one of commit, where there is one: all AddRevisionOf and a push
-// need of them (Revisions reads every one, which grows with the patch).
+// RevisionsFor returns, in order, only the patch's last revision and the
+// one of commit, where there is one: all that AddRevisionOf and a push
+// need (Revisions reads every one, and they grow with each push).
 func RevisionsFor(ctx context.Context, q store.Querier, repo, id, commit string) ([]Revision, error) {
 	return revisions(ctx, q, id, `SELECT `+revisionCols+`
 		FROM revisions WHERE repo = ?1 AND patch_id = ?2 AND commit_oid = ?3

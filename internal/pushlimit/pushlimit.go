@@ -13,13 +13,10 @@
 package pushlimit
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
-	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 )
 
@@ -119,33 +116,6 @@ func Check(key, value string) error {
 		return nil
 	}
 	return fault.New(fault.Usage, "unknown push limit %q", key)
-}
-
-// Read returns the root's limits, with the defaults for unset or
-// unreadable values (config set checks what it stores).
-func Read(ctx context.Context, q access.Querier) (Limits, error) {
-	keys := Settings()
-	args := make([]any, len(keys))
-	for i, k := range keys {
-		args[i] = k
-	}
-	rows, err := q.QueryContext(ctx, "SELECT key, value FROM settings WHERE key IN (?"+strings.Repeat(", ?", len(keys)-1)+")", args...)
-	if err != nil {
-		return Defaults(), fmt.Errorf("read push limits: %w", err)
-	}
-	defer rows.Close()
-	settings := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return Defaults(), fmt.Errorf("read push limits: %w", err)
-		}
-		settings[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		return Defaults(), fmt.Errorf("read push limits: %w", err)
-	}
-	return Of(settings), nil
 }
 
 // Of returns the limits the root's settings (store.DB.Settings) hold, with

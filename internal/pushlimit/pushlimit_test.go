@@ -1,14 +1,10 @@
 package pushlimit
 
 import (
-	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/collab-forge/collab/internal/fault"
-	"github.com/collab-forge/collab/internal/store"
 )
 
 func TestCheckValue(t *testing.T) {
@@ -36,32 +32,15 @@ func TestCheckValue(t *testing.T) {
 	}
 }
 
-func TestReadAndHandOff(t *testing.T) {
-	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
-	if err != nil {
-		t.Fatal(err)
+func TestOfAndHandOff(t *testing.T) {
+	if l := Of(nil); l != Defaults() {
+		t.Fatalf("Of of no settings = %+v", l)
 	}
-	defer db.Close()
-	l, err := Read(ctx, db.R())
-	if err != nil || l != Defaults() {
-		t.Fatalf("Read of a new root = %+v, %v", l, err)
-	}
-	err = db.Write(ctx, func(tx *sql.Tx) error {
-		for k, v := range map[string]string{SettingForRefs: "3", SettingInputSize: "0", SettingOptions: "bad"} {
-			if err := store.SetSetting(ctx, tx, k, v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := Of(map[string]string{SettingForRefs: "3", SettingInputSize: "0", SettingOptions: "bad", "url": "http://x"})
 	want := Defaults()
 	want.ForRefs, want.InputSize = 3, 0 // a bad stored value keeps the default
-	if l, err = Read(ctx, db.R()); err != nil || l != want {
-		t.Fatalf("Read = %+v, %v; want %+v", l, err, want)
+	if l != want {
+		t.Fatalf("Of = %+v; want %+v", l, want)
 	}
 	if got, ok := Decode(l.Encode()); !ok || got != l {
 		t.Fatalf("Decode(Encode(%+v)) = %+v, %v", l, got, ok)
