@@ -34,16 +34,8 @@ func ParseBusyTimeout(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// BusyTimeout is the root's busy_timeout setting, or its default when it
-// is absent or unreadable (the settings table may not exist yet).
-func (db *DB) BusyTimeout(ctx context.Context) time.Duration {
-	v, err := Setting(ctx, db.r, SettingBusyTimeout)
-	if err != nil {
-		return DefaultBusyTimeout
-	}
-	return busyTimeoutOf(v)
-}
-
+// busyTimeoutOf is a busy_timeout setting's value, or the default when it
+// is absent or bad.
 func busyTimeoutOf(v string) time.Duration {
 	if v == "" {
 		return DefaultBusyTimeout
@@ -59,8 +51,9 @@ func busyTimeoutOf(v string) time.Duration {
 // connections' own busy_timeout before it is set for that write.
 const busySlack = 100 * time.Millisecond
 
-// busyTimeout is BusyTimeout from the settings as Settings last read
-// them: it is asked before every write.
+// busyTimeout is the root's busy_timeout setting as Settings last read
+// it (it is asked before every write), or its default when it is absent
+// or unreadable (the settings table may not exist yet).
 func (db *DB) busyTimeout(ctx context.Context) time.Duration {
 	s, err := db.Settings(ctx)
 	if err != nil {

@@ -279,7 +279,7 @@ func TestBusyTimeoutSetting(t *testing.T) {
 		{"1h", DefaultBusyTimeout},
 	} {
 		setBusyTimeout(t, db, tc.value)
-		if got := db.BusyTimeout(ctx); got != tc.want {
+		if got := db.busyTimeout(ctx); got != tc.want {
 			t.Errorf("busy_timeout %q = %s, want %s", tc.value, got, tc.want)
 		}
 	}
