@@ -235,10 +235,10 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		// takes them from the hand-off, and git bounds the pack itself
 		// (receive.maxInputSize, always the current setting).
 		settings, err := db.Settings(ctx)
-		lim := pushlimit.Of(settings)
 		if err != nil {
 			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
 		}
+		lim := pushlimit.Of(settings)
 		h.Limits = &lim
 		// The branch rules too, so that pre-receive decides a push
 		// without opening the database (hookenv.Handoff.Stamped).
@@ -371,34 +371,38 @@ func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string)
 	if err != nil {
 		return nil, push.Following{}
 	}
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		f.Close()
 		return nil, push.Following{}
 	}
 	// The links lead through /proc: where it is not mounted (a bare
 	// container) git would find no hooks at all.
 	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
-		f.Close()
 		return nil, push.Following{}
 	}
 	if following, err = push.ReadFollowing(ctx, db.R(), key); err != nil {
 		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
-		f.Close()
 		return nil, push.Following{}
 	}
 	gate, err := hookenv.OpenGate(hookdir.FD)
 	if err != nil {
 		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
-		f.Close()
 		return nil, push.Following{}
 	}
+	keep = true
 	return []*os.File{f, gate}, following
 }
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:
 // collab-hook-fast decides it with serve's hand-off, at the same cost, and
-// hands serve a relay.Prefetch for a push that passed.
+// hands serve a relay.Prefetch for a push that passed, and a
+// relay.Unmerged for the moves whose post-receive it skipped.
 var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
