@@ -141,7 +141,7 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 	if err != nil {
 		return false, 0
 	}
-	h := hookenv.Decode(os.Getenv)
+	h := hookenv.Decode(hookenv.ProcessEnv())
 	if !h.Stamped(key, time.Now()) {
 		return false, 0
 	}

@@ -58,7 +58,7 @@ func runServe(ctx context.Context, g globals, as string) error {
 			_ = closeLog()
 			return syscall.Exec(path, argv, env)
 		},
-		Spawn:  spawn,
+		Start:  start,
 		Binary: self,
 	})
 	if code == 0 {
@@ -67,21 +67,32 @@ func runServe(ctx context.Context, g globals, as string) error {
 	return cli.Exit("", code)
 }
 
-// spawn runs git with serve's own stdin, stdout and stderr (the ssh
-// channel) and files as fds 3 and up, and waits for it; serve's SIGTERM
-// (ctx) reaches git as it would have had serve exec'd it. A git killed by
-// a signal exits 128+signal, as a shell reports it.
-func spawn(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error) {
+// start starts git with stdin and stdout as given, serve's own stderr
+// (the ssh channel) and files as fds 3 and up; wait waits for it.
+// serve's SIGTERM (ctx) reaches git as it would have had serve exec'd it.
+// A git killed by a signal exits 128+signal, as a shell reports it.
+func start(ctx context.Context, path string, argv, env []string, stdin, stdout *os.File, files []*os.File) (wait func() (int, error), err error) {
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Args, cmd.Env, cmd.ExtraFiles = argv, env, files
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	err := cmd.Run()
-	if st := cmd.ProcessState; st != nil { // it ran, however it ended
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return st.ExitCode(), nil
+	cmd.Stderr = os.Stderr
+	if stdin != nil { // else /dev/null
+		cmd.Stdin = stdin
 	}
-	return 0, err
+	if stdout != nil {
+		cmd.Stdout = stdout
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() (int, error) {
+		err := cmd.Wait()
+		if st := cmd.ProcessState; st != nil { // it ran, however it ended
+			if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				return 128 + int(ws.Signal()), nil
+			}
+			return st.ExitCode(), nil
+		}
+		return 0, err
+	}, nil
 }

@@ -81,7 +81,7 @@ type Check struct {
 // have put it).
 func Owned(name string) bool {
 	switch name {
-	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, PostReceiveVar, relay.FDVar:
+	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, PostReceiveVar, HandoffFDVar, relay.FDVar:
 		return true
 	}
 	return false

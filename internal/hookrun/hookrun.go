@@ -72,7 +72,7 @@ func Run(ctx context.Context, h Hook) int {
 	// One hook run, one wait for the writer lock however often it writes.
 	ctx = store.WithWaitBudget(ctx)
 	start := time.Now()
-	getenv := os.Getenv
+	getenv := hookenv.ProcessEnv()
 	if h.Environ != nil {
 		getenv = hookenv.Getenv(h.Environ)
 	}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -163,6 +164,9 @@ type Server struct {
 	fd       int
 	done     chan struct{}
 	handlers sync.WaitGroup
+	// claimed is set by the first of Serve and Close: a server closed
+	// before it served (a push serve refused) never serves.
+	claimed atomic.Bool
 }
 
 // Pair makes the socket pair: child goes to git (exec.Cmd.ExtraFiles,
@@ -180,6 +184,9 @@ func Pair() (child *os.File, s *Server, err error) {
 // but for a Prefetch, which it answers before it reads the next request:
 // the work it starts is for the hooks that follow.
 func (s *Server) Serve(h Handler) {
+	if !s.claimed.CompareAndSwap(false, true) {
+		return
+	}
 	defer close(s.done)
 	buf := make([]byte, MaxRequest+1)
 	oob := make([]byte, syscall.CmsgSpace(4*4))
@@ -225,6 +232,9 @@ func (s *Server) Serve(h Handler) {
 // is the push's, even where the hook process was killed meanwhile.
 func (s *Server) Close() {
 	_ = syscall.Shutdown(s.fd, syscall.SHUT_RDWR)
+	if s.claimed.CompareAndSwap(false, true) {
+		close(s.done)
+	}
 	<-s.done
 	s.handlers.Wait()
 	_ = syscall.Close(s.fd)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The hook side runs in a child process (this test binary again), as a
@@ -262,4 +263,30 @@ func TestPrefetchFirst(t *testing.T) {
 		t.Error("the request after a Prefetch ran before the Prefetch was done")
 	}
 	s.Close()
+}
+
+// A server closed before it served (serve refused the push) returns at
+// once, and serves nothing after: a hook's request then fails, and the
+// hook runs itself.
+func TestCloseUnserved(t *testing.T) {
+	child, s, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child.Close()
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Close of a server that never served did not return")
+	}
+	ran := false
+	s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran = true; return 0 })
+	if ran {
+		t.Error("a closed server served")
+	}
 }

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -52,14 +51,14 @@ func TestRelayedHookChecks(t *testing.T) {
 			var code int
 			var stderr string
 			res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
-				r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File) (int, error) {
+				r.Start = fakeStart(func(path string, argv, env []string, files []*os.File) (int, error) {
 					cmd := exec.Command(os.Args[0])
 					cmd.Env = append(os.Environ(), "SERVE_TEST_HOOK="+tc.hook, "SERVE_TEST_DIR="+tc.dir, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
 					cmd.ExtraFiles = files
 					out, _ := cmd.CombinedOutput()
 					code, stderr = cmd.ProcessState.ExitCode(), string(out)
 					return 0, nil
-				}
+				})
 			})
 			if res.code != 0 {
 				t.Fatalf("serve: exit %d: %s", res.code, res.stderr)

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -68,13 +70,15 @@ type Request struct {
 	// Exec replaces the process with git (syscall.Exec); it returns only on
 	// failure. Tests record the call instead.
 	Exec func(path string, argv, env []string) error
-	// Spawn runs git as a child with files as its fds 3 and up, and
-	// returns its exit code once it ended. Where it is set, serve runs
-	// git-receive-pack so and stays to run the push's hooks on their
-	// behalf (internal/relay); nil: serve execs receive-pack too.
-	// A cancelled ctx (serve's SIGTERM) passes the signal on to git, as if
-	// serve had exec'd it.
-	Spawn func(ctx context.Context, path string, argv, env []string, files []*os.File) (int, error)
+	// Start starts git as a child with stdin and stdout as given, serve's
+	// stderr, and files as its fds 3 and up; wait waits for it and
+	// returns its exit code. Where it is set, serve starts
+	// git-receive-pack so, before its access check, and stays to run the
+	// push's hooks on their behalf (internal/relay); nil: serve execs
+	// receive-pack too. A cancelled ctx (serve's SIGTERM, or serve
+	// refusing the push) passes the signal on to git, as if serve had
+	// exec'd it.
+	Start func(ctx context.Context, path string, argv, env []string, stdin, stdout *os.File, files []*os.File) (wait func() (int, error), err error)
 	// Binary is collab-hook's absolute path, which the repositories' hook
 	// shims name. Where it is set and a repository's hooks are exactly
 	// those shims, git runs collab-hook-fast beside it as the hooks, from
@@ -133,6 +137,13 @@ func Run(ctx context.Context, r *Request) int {
 	}
 	// One request, one wait for the writer lock however often it writes.
 	ctx = store.WithWaitBudget(ctx)
+	if len(words) > 0 && r.Start != nil {
+		if prog, ok := gitProgram(words); ok && gitPrograms[prog].sub == "receive-pack" {
+			if code, ok := receivePack(ctx, r, log, words, start, refuse); ok {
+				return code
+			}
+		}
+	}
 	// One request, one connection: see store.OpenShort.
 	db, err := store.OpenShort(ctx, r.Root.DBPath())
 	if err != nil {
@@ -203,11 +214,8 @@ func keyOrEmpty(name string) string {
 }
 
 func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, prog string, words []string, start time.Time, refuse func(error, ...any) int) int {
-	args := words[1:]
-	if words[0] == "git" {
-		args = words[2:]
-	}
 	p := gitPrograms[prog]
+	args := gitArgs(words)
 	if len(args) != 1 {
 		return refuse(fault.New(fault.Usage, "usage: %s REPOSITORY (exactly one repository)", prog), "command", prog)
 	}
@@ -231,38 +239,17 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		Checked: hookenv.Check{Level: level, Repo: key, At: r.now()}}
 	argv := []string{"git", p.sub, dir}
 	if p.sub == "receive-pack" {
-		// The push limits, read here with the access check: pre-receive
-		// takes them from the hand-off, and git bounds the pack itself
-		// (receive.maxInputSize, always the current setting).
-		settings, err := db.Settings(ctx)
+		lim, rules, err := pushFacts(ctx, db, key)
 		if err != nil {
-			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
+			return refuse(err, "command", prog, "REPO", key)
 		}
-		lim := pushlimit.Of(settings)
-		h.Limits = &lim
-		// The branch rules too, so that pre-receive decides a push
-		// without opening the database (hookenv.Handoff.Stamped).
-		rules, err := branches.List(ctx, db.R(), key)
-		if err != nil {
-			return refuse(fault.Wrap(err, "forge database unavailable"), "command", prog, "REPO", key)
-		}
-		h.Rules = branches.PushRules(rules)
-		if lim.InputSize > 0 {
-			argv = withConfig(argv, "receive.maxInputSize="+strconv.FormatInt(lim.InputSize, 10))
-		}
+		h.Limits, h.Rules = &lim, rules
+		argv = withInputSize(argv, lim.InputSize)
 	}
 	env := gitEnv(r.Environ, h)
 	git, err := lookPath("git", hookenv.Getenv(env)("PATH"))
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
-	}
-	if p.sub == "receive-pack" && r.Spawn != nil {
-		spawned := func(hooks string) {
-			log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
-		}
-		if code, ok := receivePack(ctx, r, db, key, dir, git, argv, env, spawned); ok {
-			return code
-		}
 	}
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "DURATION_MS", time.Since(start).Milliseconds())
 	// Nothing of ours may stay open in git: the database goes first.
@@ -271,32 +258,100 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 	return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key)
 }
 
-// receivePack runs git-receive-pack as serve's child and runs the hooks
-// that relay themselves to serve (collab-hook-fast does, for proc-receive
-// and post-receive) with serve's database: a push then starts one process
-// that opens it, not three. A hook that cannot reach serve (serve killed,
-// or collab-hook-fast missing) runs itself as before.
-// Where it can (directHooks), it has git run collab-hook-fast as the hooks
-// from the root's hooks directory; spawned is told which ("direct" or
-// "shims") just before git starts.
-// ok is false where serve could not make the relay's socket (it logged
-// why): git is then exec'd as without Spawn.
-func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPath string, argv, env []string, spawned func(hooks string)) (code int, ok bool) {
-	child, srv, err := relay.Pair()
+// gitArgs are the arguments of git's transport command words, in either
+// spelling.
+func gitArgs(words []string) []string {
+	if words[0] == "git" {
+		return words[2:]
+	}
+	return words[1:]
+}
+
+// pushFacts are what serve reads for a push beside its access check:
+// the push limits, which pre-receive takes from the hand-off and git
+// bounds the pack with (receive.maxInputSize, always the current
+// setting), and the repository's branch rules, so that pre-receive
+// decides a push without opening the database (hookenv.Handoff.Stamped).
+func pushFacts(ctx context.Context, db *store.DB, key string) (pushlimit.Limits, map[string]pushcheck.Rule, error) {
+	settings, err := db.Settings(ctx)
 	if err != nil {
-		r.Log.WarnContext(ctx, "relay", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
+		return pushlimit.Limits{}, nil, fault.Wrap(err, "forge database unavailable")
+	}
+	rules, err := branches.List(ctx, db.R(), key)
+	if err != nil {
+		return pushlimit.Limits{}, nil, fault.Wrap(err, "forge database unavailable")
+	}
+	return pushlimit.Of(settings), branches.PushRules(rules), nil
+}
+
+// withInputSize bounds the pack git receives (receive.maxInputSize);
+// 0 is no bound.
+func withInputSize(argv []string, n int64) []string {
+	if n <= 0 {
+		return argv
+	}
+	return withConfig(argv, "receive.maxInputSize="+strconv.FormatInt(n, 10))
+}
+
+// receivePack runs a push: git-receive-pack as serve's child, started
+// before serve opens the database so that git's start runs beside the
+// access check, its output held back (a pipe serve copies to the client)
+// until the check has passed; the facts the check reads reach the hooks
+// in the late hand-off (hookenv.Late), sealed just before. Once git runs,
+// serve runs the hooks that relay themselves to it (collab-hook-fast
+// does, for proc-receive and post-receive) with its database: a push then
+// starts one process that opens it, not three. A hook that cannot reach
+// serve (serve killed, or collab-hook-fast missing) runs itself as
+// before. Where it can (directHooks), it has git run collab-hook-fast as
+// the hooks from the root's hooks directory.
+//
+// ok is false, with nothing done, where git cannot be started so (a bad
+// command line, no such repository, no socket for the relay): Run then
+// goes its ordinary way, which refuses or execs git.
+func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []string, start time.Time, refuse func(error, ...any) int) (code int, ok bool) {
+	const prog = "git-receive-pack"
+	args := gitArgs(words)
+	if len(args) != 1 {
 		return 0, false
 	}
+	key, err := reponame.Key(args[0])
+	if err != nil {
+		return 0, false
+	}
+	dir, err := reponame.Dir(r.Root.ReposDir(), key)
+	if err != nil {
+		return 0, false
+	}
+	h := hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL}
+	env := gitEnv(r.Environ, h)
+	gitPath, err := lookPath("git", hookenv.Getenv(env)("PATH"))
+	if err != nil {
+		return 0, false
+	}
+	log = log.With("REPO", key)
+	child, srv, err := relay.Pair()
+	if err != nil {
+		log.WarnContext(ctx, "relay", "error", err.Error())
+		return 0, false
+	}
+	defer srv.Close()
+	defer child.Close()
+	handoff, err := hookenv.OpenLate()
+	if err != nil {
+		log.WarnContext(ctx, "relay", "error", err.Error())
+		return 0, false
+	}
+	defer handoff.Close()
 	files := []*os.File{child} // relay.ChildFD
 	// git's housekeeping check (gc --auto), which receive-pack would run
 	// while the pusher waits, runs once git is done, detached.
 	config := []string{"receive.autogc=false"}
 	hooks := "shims"
-	var skips *push.Skips
-	if direct, following := directHooks(ctx, r, db, key, dir); direct != nil {
-		for _, f := range direct {
-			defer f.Close()
-		}
+	direct := directHooks(r, dir)
+	for _, f := range direct {
+		defer f.Close()
+	}
+	if direct != nil {
 		// Only with the program and the gate as its fds may git be
 		// pointed at the directory: without them git would find no hooks
 		// there, and skip them (so runGit's exec of git never names it).
@@ -304,29 +359,84 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 		// A shut gate is a hook git skips, which it would say to the
 		// pusher.
 		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
-		env = append(env, hookenv.ScannedEnv(following.Branches)...)
-		skips = push.NewSkips(following)
 		hooks = "direct"
 	}
-	argv = withConfig(argv, config...)
-	spawned(hooks)
+	files = append(files, handoff.Git)
+	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(files)))
+	// The pack's bound is an argument of git's, so git starts with the
+	// bound the last push found; a setting changed since starts it again.
+	hint := inputSizeHint(r.Root)
+	g, err := startHeld(ctx, r, gitPath, withConfig(withInputSize([]string{"git", "receive-pack", dir}, hint), config...), env, files)
+	if err != nil {
+		return 0, false
+	}
+	defer func() { g.close() }()
+	fail := func(err error) int {
+		g.stop()
+		return refuse(err, "command", prog, "REPO", key)
+	}
+
+	db, err := store.OpenShort(ctx, r.Root.DBPath())
+	if err != nil {
+		return fail(fault.Default(err, "forge database unavailable")), true
+	}
+	defer db.Close()
+	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
+		return fail(err), true
+	}
+	level, err := access.Require(ctx, db.R(), r.Principal, key, access.Write)
+	if err != nil {
+		return fail(err), true
+	}
+	h.Checked = hookenv.Check{Level: level, Repo: key, At: r.now()}
+	lim, rules, err := pushFacts(ctx, db, key)
+	if err != nil {
+		return fail(err), true
+	}
+	h.Limits, h.Rules = &lim, rules
+	pairs := h.Pairs()
+	var skips *push.Skips
+	if direct != nil {
+		// Which branches post-receive scans, for pre-receive to shut the
+		// gate where the push gives it nothing to do; without them the
+		// gate stays open and post-receive runs.
+		if following, err := push.ReadFollowing(ctx, db.R(), key); err != nil {
+			log.WarnContext(ctx, "hooks", "error", err.Error())
+		} else {
+			pairs = append(pairs, hookenv.ScannedEnv(following.Branches)...)
+			skips = push.NewSkips(following)
+		}
+	}
+	if lim.InputSize != hint {
+		g.stop()
+		if err := writeInputSizeHint(r.Root, lim.InputSize); err != nil {
+			log.WarnContext(ctx, "push limits", "error", err.Error())
+		}
+		if g, err = startHeld(ctx, r, gitPath, withConfig(withInputSize([]string{"git", "receive-pack", dir}, lim.InputSize), config...), env, files); err != nil {
+			return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key), true
+		}
+	}
+	if err := handoff.Seal(pairs); err != nil {
+		return fail(fault.Wrap(err, "cannot start git")), true
+	}
+	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
 	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
+	late := h.Pairs()
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
 		}
 		// Like a hook process, which serve's SIGTERM does not reach, a
-		// relayed hook finishes its work.
+		// relayed hook finishes its work. It reads the hand-off git's
+		// hooks read: their environment and the late pairs.
 		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
-			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: req.Env, Dir: req.Dir,
+			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: append(slices.Clip(req.Env), late...), Dir: req.Dir,
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
 			Prefetch: prefetch, Skips: skips,
 		})
 	})
-	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD))
-	code, err = r.Spawn(ctx, gitPath, argv, env, files)
-	child.Close()
+	code, err, cerr := g.pass(r.Stdin, r.Stdout)
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
 	prefetch.Close()
@@ -337,13 +447,86 @@ func receivePack(ctx context.Context, r *Request, db *store.DB, key, dir, gitPat
 	}
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
-		r.Log.ErrorContext(ctx, "ssh git", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+		log.ErrorContext(ctx, "ssh git", "OUTCOME", "error", "error", err.Error())
 		return 1, true
 	}
+	if cerr != nil {
+		log.WarnContext(ctx, "ssh git", "OUTCOME", "error", "error", fmt.Sprintf("copy git's output: %v", cerr))
+	}
 	if err := git.Open(dir).Detach("gc", "--auto", "--quiet"); err != nil {
-		r.Log.WarnContext(ctx, "gc", "PRINCIPAL", r.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+		log.WarnContext(ctx, "gc", "OUTCOME", "error", "error", err.Error())
 	}
 	return code, true
+}
+
+// held is a git serve started with nothing passing between it and the
+// client yet: serve holds a pipe to its stdin and one from its stdout,
+// and copies them (pass) once the push may go on.
+type held struct {
+	in, out *os.File // serve's ends: git's stdin, git's stdout
+	wait    func() (int, error)
+	cancel  context.CancelFunc
+}
+
+// startHeld starts git through r.Start with pipes of its own as stdin and
+// stdout.
+func startHeld(ctx context.Context, r *Request, path string, argv, env []string, files []*os.File) (*held, error) {
+	stdin, in, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("hold git's input: %w", err)
+	}
+	out, stdout, err := os.Pipe()
+	if err != nil {
+		stdin.Close()
+		in.Close()
+		return nil, fmt.Errorf("hold git's output: %w", err)
+	}
+	// Only git holds its ends once it runs, so the copy of out ends
+	// where git's output does.
+	defer stdin.Close()
+	defer stdout.Close()
+	gctx, cancel := context.WithCancel(ctx)
+	wait, err := r.Start(gctx, path, argv, env, stdin, stdout, files)
+	if err != nil {
+		cancel()
+		in.Close()
+		out.Close()
+		return nil, err
+	}
+	return &held{in: in, out: out, wait: wait, cancel: cancel}, nil
+}
+
+// stop ends a git whose push serve refused: nothing passed between it
+// and the client.
+func (g *held) stop() {
+	g.cancel()
+	_, _ = g.wait()
+	g.close()
+}
+
+func (g *held) close() {
+	g.in.Close()
+	g.out.Close()
+}
+
+// pass copies the client's input to git and git's output to the client,
+// and waits for git. git's output ends with git (and the processes it
+// started on it); the client's input may go on after git has ended, so
+// that copy is not waited for.
+func (g *held) pass(stdin io.Reader, stdout io.Writer) (code int, err, copyErr error) {
+	go func() {
+		_, _ = io.Copy(g.in, stdin)
+		g.in.Close()
+	}()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(stdout, g.out)
+		copied <- err
+	}()
+	code, err = g.wait()
+	copyErr = <-copied
+	g.cancel()
+	return code, err, copyErr
 }
 
 // withConfig returns git's argv with "-c KV" for each kv before its
@@ -359,17 +542,15 @@ func withConfig(argv []string, kv ...string) []string {
 // directHooks opens collab-hook-fast and makes the post-receive gate
 // (hookenv.OpenGate) for git to run as the push's hooks from the root's
 // hooks directory, where the repository at dir has exactly the shims
-// collab writes for r.Binary (hookdir.Usable); following says which
-// branches post-receive scans, for pre-receive to shut the gate where the
-// push gives it nothing to do. nil where the repository's hooks differ,
-// or either file cannot be made: git then runs the shims.
-func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string) (files []*os.File, following push.Following) {
+// collab writes for r.Binary (hookdir.Usable). nil where the repository's
+// hooks differ, or either file cannot be made: git then runs the shims.
+func directHooks(r *Request, dir string) []*os.File {
 	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
-		return nil, push.Following{}
+		return nil
 	}
 	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
 	if err != nil {
-		return nil, push.Following{}
+		return nil
 	}
 	keep := false
 	defer func() {
@@ -379,24 +560,20 @@ func directHooks(ctx context.Context, r *Request, db *store.DB, key, dir string)
 	}()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		return nil, push.Following{}
+		return nil
 	}
 	// The links lead through /proc: where it is not mounted (a bare
 	// container) git would find no hooks at all.
 	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
-		return nil, push.Following{}
-	}
-	if following, err = push.ReadFollowing(ctx, db.R(), key); err != nil {
-		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
-		return nil, push.Following{}
+		return nil
 	}
 	gate, err := hookenv.OpenGate(hookdir.FD)
 	if err != nil {
-		r.Log.WarnContext(ctx, "hooks", "PRINCIPAL", r.Principal, "REPO", key, "error", err.Error())
-		return nil, push.Following{}
+		r.Log.Warn("hooks", "PRINCIPAL", r.Principal, "error", err.Error())
+		return nil
 	}
 	keep = true
-	return []*os.File{f, gate}, following
+	return []*os.File{f, gate}
 }
 
 // relayed are the hooks serve runs for receive-pack. pre-receive is not:

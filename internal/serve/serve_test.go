@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -181,6 +182,58 @@ func TestPushLimitsHandedOff(t *testing.T) {
 	}
 }
 
+// A push through Start gets the same: git starts with the bound the last
+// push found (the default at first), and one that finds the setting
+// changed starts git again with the new bound, before anything passed;
+// the next push starts git once. The other limits are in the hand-off.
+func TestPushLimitsHeld(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	var starts [][]string
+	var late map[string]string
+	push := func() {
+		t.Helper()
+		starts, late = nil, nil
+		res := f.run(t, "alice", "git-receive-pack demo", func(r *Request) {
+			r.Start = func(ctx context.Context, path string, argv, env []string, stdin, stdout *os.File, files []*os.File) (func() (int, error), error) {
+				starts = append(starts, argv)
+				return fakeStart(func(_ string, _, _ []string, fs []*os.File) (int, error) {
+					late = hookenv.ReadLate(fs[len(fs)-1].Fd())
+					return 0, nil
+				})(ctx, path, argv, env, stdin, stdout, files)
+			}
+		})
+		if res.code != 0 {
+			t.Fatalf("exit %d: %s", res.code, res.stderr)
+		}
+	}
+	bound := func(argv []string) string {
+		for _, a := range argv {
+			if v, ok := strings.CutPrefix(a, "receive.maxInputSize="); ok {
+				return v
+			}
+		}
+		return "none"
+	}
+	push()
+	if len(starts) != 1 || bound(starts[0]) != "2147483648" {
+		t.Errorf("default: started %q", starts)
+	}
+	for k, v := range map[string]string{pushlimit.SettingForRefs: "3", pushlimit.SettingInputSize: "0"} {
+		if err := store.SetSetting(ctx, f.db.R(), k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := pushlimit.Defaults()
+	want.ForRefs, want.InputSize = 3, 0
+	for i, starts1 := range []int{2, 1} {
+		push()
+		if len(starts) != starts1 || bound(starts[len(starts)-1]) != "none" || late[hookenv.LimitsVar] != want.Encode() {
+			t.Errorf("push %d after the change: started %q, hand-off %q", i+1, starts, late)
+		}
+	}
+}
+
 // git and the hooks get PATH, HOME, the principal (also as git's committer,
 // for the branch reflogs), the root, GIT_PROTOCOL and serve's own COLLAB_*
 // variables, nothing else.
@@ -214,7 +267,7 @@ func TestReceivePackRelays(t *testing.T) {
 	f := setup(t)
 	var spawned [][]string
 	spawn := func(r *Request) {
-		r.Spawn = func(_ context.Context, path string, argv, env []string, files []*os.File) (int, error) {
+		r.Start = fakeStart(func(path string, argv, env []string, files []*os.File) (int, error) {
 			spawned = append(spawned, argv)
 			var fds []string
 			for _, kv := range env {
@@ -225,7 +278,7 @@ func TestReceivePackRelays(t *testing.T) {
 			if len(fds) != 1 || fds[0] != relay.FDVar+"=3" {
 				t.Errorf("env has %q", fds)
 			}
-			if len(files) != 1 {
+			if len(files) != 2 {
 				t.Fatalf("%d files", len(files))
 			}
 			typ, err := syscall.GetsockoptInt(int(files[0].Fd()), syscall.SOL_SOCKET, syscall.SO_TYPE)
@@ -233,7 +286,7 @@ func TestReceivePackRelays(t *testing.T) {
 				t.Errorf("fd 3 is not the relay's socket: %d, %v", typ, err)
 			}
 			return 5, nil
-		}
+		})
 	}
 	res := f.run(t, "alice", "git-receive-pack 'demo.git'", spawn)
 	if res.code != 5 || len(spawned) != 1 || len(res.execs) != 0 || spawned[0][len(spawned[0])-2] != "receive-pack" {
@@ -294,11 +347,13 @@ func TestReceivePackDirectHooks(t *testing.T) {
 			tc.change(t)
 			var argv, env []string
 			var files []*os.File
+			var late map[string]string
 			res := f.run(t, "alice", "git-receive-pack 'demo.git'", func(r *Request) {
 				r.Binary = tc.binary
-				r.Spawn = func(_ context.Context, _ string, a, e []string, fs []*os.File) (int, error) {
+				r.Start = fakeStart(func(_ string, a, e []string, fs []*os.File) (int, error) {
 					argv, env, files = a, e, fs
-					if len(fs) == 3 { // what git would run: the file beside the binary, and the gate
+					late = hookenv.ReadLate(fs[len(fs)-1].Fd())
+					if len(fs) == 4 { // what git would run: the file beside the binary, and the gate
 						st, err := fs[1].Stat()
 						want, err2 := os.Stat(filepath.Join(bin, repos.FastBinary))
 						if err != nil || err2 != nil || !os.SameFile(st, want) {
@@ -310,26 +365,45 @@ func TestReceivePackDirectHooks(t *testing.T) {
 						}
 					}
 					return 0, nil
-				}
+				})
 			})
 			if res.code != 0 {
 				t.Fatalf("serve: exit %d: %s", res.code, res.stderr)
 			}
 			named := slices.Contains(argv, hooksPath)
-			if named != tc.direct || len(files) != map[bool]int{true: 3, false: 1}[tc.direct] {
+			if named != tc.direct || len(files) != map[bool]int{true: 4, false: 2}[tc.direct] {
 				t.Errorf("argv %q with %d files; want direct hooks: %v", argv, len(files), tc.direct)
 			}
 			// With the gate: the branches it follows (none yet), and git
 			// quiet about the hook it skips.
-			gated := slices.Contains(env, hookenv.PostReceiveVar+"=-") && slices.Contains(argv, "advice.ignoredHook=false")
+			gated := late[hookenv.PostReceiveVar] == "-" && slices.Contains(argv, "advice.ignoredHook=false")
 			if gated != tc.direct {
-				t.Errorf("argv %q, env %q: post-receive gate %v, want %v", argv, env, gated, tc.direct)
+				t.Errorf("argv %q, hand-off %q: post-receive gate %v, want %v", argv, late, gated, tc.direct)
+			}
+			// The rest of the hand-off is there either way, and only in
+			// the sealed file.
+			if late[hookenv.AccessVar] == "" || late[hookenv.LimitsVar] == "" || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, hookenv.AccessVar+"=") }) {
+				t.Errorf("hand-off %q, env %q", late, env)
 			}
 			// serve runs git's gc --auto itself, after git (Repo.Detach).
 			if !slices.Contains(argv, "receive.autogc=false") {
 				t.Errorf("argv %q: receive-pack would run gc --auto while the pusher waits", argv)
 			}
 		})
+	}
+}
+
+// fakeStart is Request.Start for a fake git that runs whole when serve
+// waits for it, after serve's check and the hand-off's seal; one serve
+// stopped (a push it refused) never runs.
+func fakeStart(run func(path string, argv, env []string, files []*os.File) (int, error)) func(context.Context, string, []string, []string, *os.File, *os.File, []*os.File) (func() (int, error), error) {
+	return func(ctx context.Context, path string, argv, env []string, _, _ *os.File, files []*os.File) (func() (int, error), error) {
+		return func() (int, error) {
+			if ctx.Err() != nil {
+				return 128 + 15, nil
+			}
+			return run(path, argv, env, files)
+		}, nil
 	}
 }
 
@@ -613,5 +687,53 @@ func TestWithConfig(t *testing.T) {
 		if got := withConfig(tc.argv, tc.kv...); !slices.Equal(got, tc.want) {
 			t.Errorf("withConfig(%q, %q) = %q, want %q", tc.argv, tc.kv, got, tc.want)
 		}
+	}
+}
+
+// serve starts receive-pack before its check, but nothing passes between
+// git and the client until the check has passed: a refused pusher sees
+// none of git's output (its ref advertisement), and git none of what the
+// client sent unasked. Here "git" is a shell that writes its advertisement
+// at once and keeps what it reads.
+func TestReceivePackHeld(t *testing.T) {
+	f := setup(t)
+	for _, tc := range []struct {
+		principal string
+		pass      bool
+	}{
+		{"alice", true},   // write access
+		{"bob", false},    // read only
+		{"gone", false},   // disabled
+		{"nobody", false}, // no such principal
+	} {
+		t.Run(tc.principal, func(t *testing.T) {
+			got := filepath.Join(t.TempDir(), "stdin")
+			var stopped bool
+			res := f.run(t, tc.principal, "git-receive-pack 'demo.git'", func(r *Request) {
+				r.Stdin = strings.NewReader("0000 blind commands and a pack")
+				r.Start = func(ctx context.Context, _ string, _, _ []string, stdin, stdout *os.File, _ []*os.File) (func() (int, error), error) {
+					cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `echo advertisement; cat > "$1"`, "sh", got)
+					cmd.Stdin, cmd.Stdout = stdin, stdout
+					if err := cmd.Start(); err != nil {
+						return nil, err
+					}
+					return func() (int, error) {
+						err := cmd.Wait()
+						stopped = ctx.Err() != nil
+						return cmd.ProcessState.ExitCode(), err
+					}, nil
+				}
+			})
+			read, _ := os.ReadFile(got)
+			if tc.pass {
+				if res.code != 0 || res.stdout != "advertisement\n" || string(read) != "0000 blind commands and a pack" || stopped {
+					t.Errorf("exit %d, client got %q, git got %q, stopped %v: %s", res.code, res.stdout, read, stopped, res.stderr)
+				}
+				return
+			}
+			if res.code == 0 || res.stdout != "" || len(read) != 0 || !stopped {
+				t.Errorf("exit %d, client got %q, git got %q, stopped %v", res.code, res.stdout, read, stopped)
+			}
+		})
 	}
 }
