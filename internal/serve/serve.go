@@ -421,7 +421,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	}
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
 	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
-	late := h.Pairs()
+	late := pairs
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
