@@ -85,6 +85,12 @@ func (l *Late) Seal(pairs []string) error {
 	return l.w.Close()
 }
 
+// Sealed reports whether Seal has sealed the file.
+func (l *Late) Sealed() bool {
+	seals, err := unix.FcntlInt(l.Git.Fd(), unix.F_GET_SEALS, 0)
+	return err == nil && seals&unix.F_SEAL_WRITE != 0
+}
+
 // Close closes both ends; the file goes with the last fd on it.
 func (l *Late) Close() error { return errors.Join(l.w.Close(), l.Git.Close()) }
 

@@ -21,8 +21,8 @@ func TestLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if got := ReadLate(l.Git.Fd()); got != nil {
-		t.Errorf("unsealed: %q, want none", got)
+	if got := ReadLate(l.Git.Fd()); got != nil || l.Sealed() {
+		t.Errorf("unsealed: %q, sealed %v; want none", got, l.Sealed())
 	}
 	lim := pushlimit.Defaults()
 	h := Handoff{Principal: "alice", Root: "/srv/collab", URL: "http://x",
@@ -32,6 +32,9 @@ func TestLate(t *testing.T) {
 	// Only late variables go in, and no value across lines.
 	if err := l.Seal(append(pairs, PrincipalVar+"=mallory", RulesVar+"=main:none\n"+AccessVar+"=admin demo.git 1")); err != nil {
 		t.Fatal(err)
+	}
+	if !l.Sealed() {
+		t.Error("Seal did not seal")
 	}
 	got := ReadLate(l.Git.Fd())
 	want := map[string]string{}

@@ -239,7 +239,11 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		Checked: hookenv.Check{Level: level, Repo: key, At: r.now()}}
 	argv := []string{"git", p.sub, dir}
 	if p.sub == "receive-pack" {
-		lim, rules, err := pushFacts(ctx, db, key)
+		lim, err := pushLimits(ctx, db)
+		if err != nil {
+			return refuse(err, "command", prog, "REPO", key)
+		}
+		rules, err := pushRules(ctx, db, key)
 		if err != nil {
 			return refuse(err, "command", prog, "REPO", key)
 		}
@@ -267,21 +271,26 @@ func gitArgs(words []string) []string {
 	return words[1:]
 }
 
-// pushFacts are what serve reads for a push beside its access check:
-// the push limits, which pre-receive takes from the hand-off and git
-// bounds the pack with (receive.maxInputSize, always the current
-// setting), and the repository's branch rules, so that pre-receive
-// decides a push without opening the database (hookenv.Handoff.Stamped).
-func pushFacts(ctx context.Context, db *store.DB, key string) (pushlimit.Limits, map[string]pushcheck.Rule, error) {
+// pushLimits are the push limits, read beside the access check:
+// pre-receive takes them from the hand-off, and git bounds the pack with
+// one (receive.maxInputSize, always the current setting).
+func pushLimits(ctx context.Context, db *store.DB) (pushlimit.Limits, error) {
 	settings, err := db.Settings(ctx)
 	if err != nil {
-		return pushlimit.Limits{}, nil, fault.Wrap(err, "forge database unavailable")
+		return pushlimit.Limits{}, fault.Wrap(err, "forge database unavailable")
 	}
+	return pushlimit.Of(settings), nil
+}
+
+// pushRules are the repository's branch rules, read beside the access
+// check so that pre-receive decides a push without opening the database
+// (hookenv.Handoff.Stamped).
+func pushRules(ctx context.Context, db *store.DB, key string) (map[string]pushcheck.Rule, error) {
 	rules, err := branches.List(ctx, db.R(), key)
 	if err != nil {
-		return pushlimit.Limits{}, nil, fault.Wrap(err, "forge database unavailable")
+		return nil, fault.Wrap(err, "forge database unavailable")
 	}
-	return pushlimit.Of(settings), branches.PushRules(rules), nil
+	return branches.PushRules(rules), nil
 }
 
 // withInputSize bounds the pack git receives (receive.maxInputSize);
@@ -389,7 +398,25 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		return fail(err), true
 	}
 	h.Checked = hookenv.Check{Level: level, Repo: key, At: r.now()}
-	lim, rules, err := pushFacts(ctx, db, key)
+	lim, err := pushLimits(ctx, db)
+	if err != nil {
+		return fail(err), true
+	}
+	if lim.InputSize != hint {
+		g.stop()
+		if err := writeInputSizeHint(r.Root, lim.InputSize); err != nil {
+			log.WarnContext(ctx, "push limits", "error", err.Error())
+		}
+		if g, err = startHeld(ctx, r, gitPath, withConfig(withInputSize([]string{"git", "receive-pack", dir}, lim.InputSize), config...), env, files); err != nil {
+			return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key), true
+		}
+	}
+	// The pusher may push here: git's ref advertisement goes out, and
+	// while the client answers it serve reads what the hooks need. The
+	// client's answer reaches git only once they have it (listen below),
+	// so no hook runs before the hand-off is sealed.
+	g.speak(r.Stdout)
+	rules, err := pushRules(ctx, db, key)
 	if err != nil {
 		return fail(err), true
 	}
@@ -405,15 +432,6 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		} else {
 			pairs = append(pairs, hookenv.ScannedEnv(following.Branches)...)
 			skips = push.NewSkips(following)
-		}
-	}
-	if lim.InputSize != hint {
-		g.stop()
-		if err := writeInputSizeHint(r.Root, lim.InputSize); err != nil {
-			log.WarnContext(ctx, "push limits", "error", err.Error())
-		}
-		if g, err = startHeld(ctx, r, gitPath, withConfig(withInputSize([]string{"git", "receive-pack", dir}, lim.InputSize), config...), env, files); err != nil {
-			return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key), true
 		}
 	}
 	if err := handoff.Seal(pairs); err != nil {
@@ -436,7 +454,10 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 			Prefetch: prefetch, Skips: skips,
 		})
 	})
-	code, err, cerr := g.pass(r.Stdin, r.Stdout)
+	if err := g.listen(r.Stdin, handoff); err != nil {
+		return fail(fault.Wrap(err, "cannot start git")), true
+	}
+	code, err, cerr := g.finish()
 	// A hook killed while serve ran it has its work finished here.
 	srv.Close()
 	prefetch.Close()
@@ -461,11 +482,12 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 
 // held is a git serve started with nothing passing between it and the
 // client yet: serve holds a pipe to its stdin and one from its stdout,
-// and copies them (pass) once the push may go on.
+// and copies each once the push may go on that far (speak, listen).
 type held struct {
 	in, out *os.File // serve's ends: git's stdin, git's stdout
 	wait    func() (int, error)
 	cancel  context.CancelFunc
+	copied  chan error // speak's copy's end
 }
 
 // startHeld starts git through r.Start with pipes of its own as stdin and
@@ -509,22 +531,37 @@ func (g *held) close() {
 	g.out.Close()
 }
 
-// pass copies the client's input to git and git's output to the client,
-// and waits for git. git's output ends with git (and the processes it
-// started on it); the client's input may go on after git has ended, so
-// that copy is not waited for.
-func (g *held) pass(stdin io.Reader, stdout io.Writer) (code int, err, copyErr error) {
+// speak lets git's output through to the client: from here on the
+// client hears git. Its copy ends where git's output does (git and the
+// processes it started on it).
+func (g *held) speak(stdout io.Writer) {
+	g.copied = make(chan error, 1)
+	go func() {
+		_, err := io.Copy(stdout, g.out)
+		g.copied <- err
+	}()
+}
+
+// listen lets the client's input through to git, once the hand-off is
+// sealed: before that no hook may run. The copy may go on after git has
+// ended, so it is not waited for.
+func (g *held) listen(stdin io.Reader, handoff *hookenv.Late) error {
+	if !handoff.Sealed() {
+		return errors.New("the client's input would reach git before the hand-off is sealed")
+	}
 	go func() {
 		_, _ = io.Copy(g.in, stdin)
 		g.in.Close()
 	}()
-	copied := make(chan error, 1)
-	go func() {
-		_, err := io.Copy(stdout, g.out)
-		copied <- err
-	}()
+	return nil
+}
+
+// finish waits for git and for its output to reach the client.
+func (g *held) finish() (code int, err, copyErr error) {
 	code, err = g.wait()
-	copyErr = <-copied
+	if g.copied != nil {
+		copyErr = <-g.copied
+	}
 	g.cancel()
 	return code, err, copyErr
 }

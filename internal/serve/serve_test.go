@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -693,7 +694,8 @@ func TestWithConfig(t *testing.T) {
 // serve starts receive-pack before its check, but nothing passes between
 // git and the client until the check has passed: a refused pusher sees
 // none of git's output (its ref advertisement), and git none of what the
-// client sent unasked. Here "git" is a shell that writes its advertisement
+// client sent unasked; and git reads the client's input only once the
+// hand-off is sealed. Here "git" is a shell that writes its advertisement
 // at once and keeps what it reads.
 func TestReceivePackHeld(t *testing.T) {
 	f := setup(t)
@@ -708,10 +710,12 @@ func TestReceivePackHeld(t *testing.T) {
 	} {
 		t.Run(tc.principal, func(t *testing.T) {
 			got := filepath.Join(t.TempDir(), "stdin")
+			client := &sealCheck{r: strings.NewReader("0000 blind commands and a pack")}
 			var stopped bool
 			res := f.run(t, tc.principal, "git-receive-pack 'demo.git'", func(r *Request) {
-				r.Stdin = strings.NewReader("0000 blind commands and a pack")
-				r.Start = func(ctx context.Context, _ string, _, _ []string, stdin, stdout *os.File, _ []*os.File) (func() (int, error), error) {
+				r.Stdin = client
+				r.Start = func(ctx context.Context, _ string, _, _ []string, stdin, stdout *os.File, files []*os.File) (func() (int, error), error) {
+					client.late = files[len(files)-1]
 					cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `echo advertisement; cat > "$1"`, "sh", got)
 					cmd.Stdin, cmd.Stdout = stdin, stdout
 					if err := cmd.Start(); err != nil {
@@ -729,11 +733,60 @@ func TestReceivePackHeld(t *testing.T) {
 				if res.code != 0 || res.stdout != "advertisement\n" || string(read) != "0000 blind commands and a pack" || stopped {
 					t.Errorf("exit %d, client got %q, git got %q, stopped %v: %s", res.code, res.stdout, read, stopped, res.stderr)
 				}
+				// serve took the client's input only with the hand-off
+				// sealed.
+				if h := client.sealed; !strings.HasPrefix(h[hookenv.AccessVar], "write demo.git ") || h[hookenv.RulesVar] == "" {
+					t.Errorf("hand-off when serve read the client's input: %q", h)
+				}
 				return
 			}
 			if res.code == 0 || res.stdout != "" || len(read) != 0 || !stopped {
 				t.Errorf("exit %d, client got %q, git got %q, stopped %v", res.code, res.stdout, read, stopped)
 			}
 		})
+	}
+}
+
+// sealCheck is a client's input that notes the hand-off as serve first
+// reads from it.
+type sealCheck struct {
+	r      io.Reader
+	late   *os.File
+	read   bool
+	sealed map[string]string
+}
+
+func (c *sealCheck) Read(p []byte) (int, error) {
+	if !c.read {
+		c.read, c.sealed = true, hookenv.ReadLate(c.late.Fd())
+	}
+	return c.r.Read(p)
+}
+
+// listen passes nothing while the hand-off is still open: a hook reading
+// it then would find no hand-off.
+func TestListenOnlySealed(t *testing.T) {
+	late, err := hookenv.OpenLate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	g := &held{in: w}
+	if err := g.listen(strings.NewReader("commands"), late); err == nil {
+		t.Fatal("listened before the seal")
+	}
+	if err := late.Seal(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.listen(strings.NewReader("commands"), late); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := io.ReadAll(r); string(got) != "commands" {
+		t.Errorf("git got %q", got)
 	}
 }
