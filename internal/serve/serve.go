@@ -538,6 +538,10 @@ func (g *held) speak(stdout io.Writer) {
 	g.copied = make(chan error, 1)
 	go func() {
 		_, err := io.Copy(stdout, g.out)
+		// A client gone stops the copy; git's next write then fails, as
+		// it would have on the client's channel itself, rather than
+		// waiting on a pipe nobody reads.
+		g.out.Close()
 		g.copied <- err
 	}()
 }

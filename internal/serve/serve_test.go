@@ -790,3 +790,43 @@ func TestListenOnlySealed(t *testing.T) {
 		t.Errorf("git got %q", got)
 	}
 }
+
+// A client that is gone stops what git writes, as the client's channel
+// itself would: git fails on its next write instead of waiting on a pipe
+// nobody reads.
+func TestSpeakToNobody(t *testing.T) {
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "trap '' PIPE; while echo output; do :; done; exit 3")
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	g := &held{out: out, wait: func() (int, error) {
+		err := cmd.Wait()
+		return cmd.ProcessState.ExitCode(), err
+	}, cancel: func() {}}
+	g.speak(gone{})
+	done := make(chan int)
+	go func() {
+		code, _, _ := g.finish()
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		if code != 3 {
+			t.Errorf("git exited %d, want its own failure (3)", code)
+		}
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("git still writing for a client that is gone")
+	}
+}
+
+// gone is a client's channel that is closed.
+type gone struct{}
+
+func (gone) Write([]byte) (int, error) { return 0, syscall.EPIPE }
