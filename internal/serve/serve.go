@@ -304,9 +304,10 @@ func withInputSize(argv []string, n int64) []string {
 
 // receivePack runs a push: git-receive-pack as serve's child, started
 // before serve opens the database so that git's start runs beside the
-// access check, its output held back (a pipe serve copies to the client)
-// until the check has passed; the facts the check reads reach the hooks
-// in the late hand-off (hookenv.Late), sealed just before. Once git runs,
+// access check, with nothing passing between git and the client until
+// the check has passed (held): git's output goes out once it has, the
+// client's input goes in once the facts the hooks need are in the late
+// hand-off (hookenv.Late) and it is sealed. Once git runs,
 // serve runs the hooks that relay themselves to it (collab-hook-fast
 // does, for proc-receive and post-receive) with its database: a push then
 // starts one process that opens it, not three. A hook that cannot reach
@@ -374,8 +375,11 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(files)))
 	// The pack's bound is an argument of git's, so git starts with the
 	// bound the last push found; a setting changed since starts it again.
+	argv := func(inputSize int64) []string {
+		return withConfig(withInputSize([]string{"git", "receive-pack", dir}, inputSize), config...)
+	}
 	hint := inputSizeHint(r.Root)
-	g, err := startHeld(ctx, r, gitPath, withConfig(withInputSize([]string{"git", "receive-pack", dir}, hint), config...), env, files)
+	g, err := startHeld(ctx, r, gitPath, argv(hint), env, files)
 	if err != nil {
 		return 0, false
 	}
@@ -407,9 +411,11 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		if err := writeInputSizeHint(r.Root, lim.InputSize); err != nil {
 			log.WarnContext(ctx, "push limits", "error", err.Error())
 		}
-		if g, err = startHeld(ctx, r, gitPath, withConfig(withInputSize([]string{"git", "receive-pack", dir}, lim.InputSize), config...), env, files); err != nil {
+		again, err := startHeld(ctx, r, gitPath, argv(lim.InputSize), env, files)
+		if err != nil {
 			return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key), true
 		}
+		g = again
 	}
 	// The pusher may push here: git's ref advertisement goes out, and
 	// while the client answers it serve reads what the hooks need. The
