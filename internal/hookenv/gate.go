@@ -77,15 +77,24 @@ func OpenGate(interp int) (*os.File, error) {
 func ShutGate() error { return shutGate(GateFD) }
 
 func shutGate(fd int) error {
-	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
+	if err := isMemfd(fd, gateName); err != nil {
 		return fmt.Errorf("shut the post-receive gate: %w", err)
-	}
-	if target != "/memfd:"+gateName+" (deleted)" {
-		return fmt.Errorf("shut the post-receive gate: fd %d is %s", fd, target)
 	}
 	if err := unix.Fchmod(fd, 0o600); err != nil {
 		return fmt.Errorf("shut the post-receive gate: %w", err)
+	}
+	return nil
+}
+
+// isMemfd checks that fd is a memfd this package made under name (one
+// that serve handed down, not whatever else a process may have there).
+func isMemfd(fd int, name string) error {
+	target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return err
+	}
+	if target != "/memfd:"+name+" (deleted)" {
+		return fmt.Errorf("fd %d is %s", fd, target)
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func ProcessEnv() func(string) string {
 // ReadLate reads the late hand-off at fd; nil where fd is not one, or not
 // sealed yet.
 func ReadLate(fd uintptr) map[string]string {
-	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd))); err != nil || target != "/memfd:"+lateName+" (deleted)" {
+	if isMemfd(int(fd), lateName) != nil {
 		return nil
 	}
 	seals, err := unix.FcntlInt(fd, unix.F_GET_SEALS, 0)
