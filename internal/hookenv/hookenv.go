@@ -3,7 +3,8 @@
 // to the hooks it runs, so what serve knows (who pushes, which root, the
 // access it has just checked) reaches pre-, proc- and post-receive as
 // COLLAB_* variables. Both sides use this one struct: serve Encodes it into
-// git's environment, the hooks Decode it.
+// git's environment (the part it reads from the database, for a push it
+// holds git for, into the late hand-off: late.go), the hooks Decode it.
 package hookenv
 
 import (
@@ -23,8 +24,8 @@ const (
 	PrincipalVar = "COLLAB_PRINCIPAL"
 	RootVar      = "COLLAB_ROOT"
 	URLVar       = "COLLAB_URL"
-	// AccessVar is "LEVEL KEY UNIXMILLIS": the access serve checked just
-	// before it exec'd git-receive-pack.
+	// AccessVar is "LEVEL KEY UNIXMILLIS": the access serve checked for
+	// this push, before anything passed between git and the client.
 	AccessVar = "COLLAB_ACCESS"
 	// LimitsVar is the push limits serve read with its access check
 	// (pushlimit.Limits.Encode).

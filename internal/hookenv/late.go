@@ -13,19 +13,19 @@ import (
 
 // The late hand-off. serve starts git-receive-pack before it has opened the
 // database, so that git's start (about as long as serve's access check)
-// runs beside the check instead of after it, and holds back everything git
-// writes to the client until the check has passed. What serve reads from
-// the database (the access check, the push limits, the branch rules, the
+// runs beside the check instead of after it, and holds everything between
+// git and the client until the check has passed. What serve reads from the
+// database (the access check, the push limits, the branch rules, the
 // branches the merge scan follows) is then no longer known when git's
 // environment is made: serve writes it, as NAME=value lines, into a file
 // in memory git inherits at the fd HandoffFDVar names, and seals that file
-// against any change before it lets git's first byte reach the client.
+// against any change before it lets the client's input reach git.
 //
-// A hook only ever runs after the client has sent its commands, which it
-// does only after that first byte; a client that sends them unasked finds
-// the file still open to writes, which reads as no hand-off at all: the
-// hooks then ask the database, as for a push serve did not stamp. So the
-// seal, not the timing, is what makes the file count.
+// A hook runs only once git has the client's commands, so it finds the
+// file sealed. The seal, not the order of serve's code, is what makes the
+// file count: a hook that finds it still open to writes, or another file
+// at that fd, reads no hand-off at all and asks the database, as for a
+// push serve did not stamp.
 const (
 	// HandoffFDVar names the fd of the late hand-off in git and its
 	// hooks; set by serve alone (Owned).
@@ -134,9 +134,13 @@ func ReadLate(fd uintptr) map[string]string {
 	if err != nil || seals&unix.F_SEAL_WRITE == 0 {
 		return nil
 	}
-	buf := make([]byte, maxLate+1)
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil || st.Size > maxLate {
+		return nil
+	}
+	buf := make([]byte, st.Size)
 	n, err := unix.Pread(int(fd), buf, 0)
-	if err != nil || n > maxLate {
+	if err != nil {
 		return nil
 	}
 	out := map[string]string{}
