@@ -1,8 +1,10 @@
 // Package serve is the forced command of every forge key: it reads the
 // command the client asked for (SSH_ORIGINAL_COMMAND), decides whether the
 // principal may run it, and then either replaces itself with stock git
-// (upload-pack, receive-pack, upload-archive) on a repository under the
-// root, or runs a collab verb. No shell ever sees the client's command.
+// (upload-pack, upload-archive) on a repository under the root, or runs a
+// collab verb. receive-pack it runs as its child, started beside the
+// decision and heard by neither side until it is made (receivePack). No
+// shell ever sees the client's command.
 package serve
 
 import (
