@@ -41,7 +41,7 @@ const (
 var late = map[string]bool{AccessVar: true, LimitsVar: true, RulesVar: true, PostReceiveVar: true}
 
 // Late is one push's late hand-off, as serve holds it: Git is the
-// read-only file for git's fds, Seal writes and closes it.
+// read-only file for git's fds, Seal writes and seals it.
 type Late struct {
 	w   *os.File
 	Git *os.File
@@ -82,7 +82,7 @@ func (l *Late) Seal(pairs []string) error {
 	if _, err := unix.FcntlInt(l.w.Fd(), unix.F_ADD_SEALS, seals); err != nil {
 		return fmt.Errorf("seal the hand-off file: %w", err)
 	}
-	return l.w.Close()
+	return nil
 }
 
 // Sealed reports whether Seal has sealed the file.

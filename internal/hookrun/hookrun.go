@@ -72,9 +72,13 @@ func Run(ctx context.Context, h Hook) int {
 	// One hook run, one wait for the writer lock however often it writes.
 	ctx = store.WithWaitBudget(ctx)
 	start := time.Now()
-	getenv := hookenv.ProcessEnv()
+	// A relayed hook's hand-off is its own environment as serve has it,
+	// never this process's (serve's fds are not the hook's).
+	var getenv func(string) string
 	if h.Environ != nil {
 		getenv = hookenv.Getenv(h.Environ)
+	} else {
+		getenv = hookenv.ProcessEnv()
 	}
 	hand := hookenv.Decode(getenv)
 	var key string // REPO on every entry once the repository is known

@@ -350,7 +350,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	defer child.Close()
 	handoff, err := hookenv.OpenLate()
 	if err != nil {
-		log.WarnContext(ctx, "relay", "error", err.Error())
+		log.WarnContext(ctx, "hand-off", "error", err.Error())
 		return 0, false
 	}
 	defer handoff.Close()
@@ -447,7 +447,6 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	}
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
 	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
-	late := pairs
 	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
@@ -457,7 +456,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		// relayed hook finishes its work. It reads the hand-off git's
 		// hooks read: their environment and the late pairs.
 		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
-			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: append(slices.Clip(req.Env), late...), Dir: req.Dir,
+			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: append(slices.Clip(req.Env), pairs...), Dir: req.Dir,
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
 			Prefetch: prefetch, Skips: skips,
 		})
