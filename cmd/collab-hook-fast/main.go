@@ -37,6 +37,10 @@ import (
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/text"
+
+	// Imported for its init, which maps in what the process is about to
+	// touch before it touches it.
+	_ "github.com/collab-forge/collab/internal/prefault"
 )
 
 // Full is the name of the binary beside this one that does everything.

@@ -15,6 +15,11 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/text"
+
+	// Imported for their inits, which map in what the process is about
+	// to touch before it touches it.
+	_ "github.com/collab-forge/collab/internal/prefault"
+	_ "github.com/collab-forge/collab/internal/prefault/heap"
 )
 
 func main() {
