@@ -11,7 +11,6 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/buildtest"
-	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
@@ -197,7 +196,7 @@ func TestPreReceiveGate(t *testing.T) {
 		{"refused", main, one + " " + two + " refs/heads/dev\n", 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gate, err := hookenv.OpenGate(hookdir.FD)
+			gate, err := hookenv.OpenGate([]byte("#!/proc/self/fd/4\n"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -103,7 +104,7 @@ func TestDirectHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer prog.Close()
-	gate, err := hookenv.OpenGate(hookdir.FD)
+	gate, err := hookenv.OpenGate([]byte(fmt.Sprintf("#!/proc/self/fd/%d\n", hookdir.FD)))
 	if err != nil {
 		t.Fatal(err)
 	}

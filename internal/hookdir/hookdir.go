@@ -1,18 +1,17 @@
 // Package hookdir keeps ROOT/hooks, the hooks directory serve points
-// git-receive-pack at (core.hooksPath) so that git runs collab-hook-fast
-// itself rather than a repository's /bin/sh shim that execs it: about
-// 0.5 ms of CPU and a process image less per hook.
+// git-receive-pack at (core.hooksPath) so that git runs the push's hook
+// script (relay.Script: one /bin/sh that serve answers) rather than a
+// repository's /bin/sh shim that execs collab-hook-fast.
 //
 // Each hook there is a symlink to /proc/self/fd/N, an fd serve hands git,
 // which git's hook processes inherit:
-//   - pre-receive and proc-receive lead to FD, collab-hook-fast as serve
-//     opened it, so the hook runs the very file serve opened. Nothing in
-//     such a link names a binary, so it never goes stale, and a binary
-//     replaced or deleted mid-push still runs as opened.
+//   - pre-receive and proc-receive lead to FD, the hook script, made in
+//     memory for the push. Nothing in such a link names a binary, so it
+//     never goes stale.
 //   - post-receive leads to GateFD, the push's post-receive gate
-//     (hookenv.OpenGate): a one-line script in memory that runs
-//     collab-hook-fast too, and that pre-receive makes unexecutable where
-//     post-receive would have nothing to do, so that git skips it.
+//     (hookenv.OpenGate): the same script in a file of its own, which
+//     pre-receive makes unexecutable where post-receive would have
+//     nothing to do, so that git skips it.
 //
 // Without those fds (any git that serve did not start) the links lead
 // nowhere and git would skip those hooks, so only serve, with the fds in
@@ -36,7 +35,7 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 )
 
-// FD is collab-hook-fast's fd in git and its hooks: after the relay's
+// FD is the hook script's fd in git and its hooks: after the relay's
 // socket (relay.ChildFD), the second of exec.Cmd.ExtraFiles; the
 // post-receive gate is the third (hookenv.GateFD).
 const FD = 4

@@ -268,7 +268,7 @@ exit 0
 		shut bool
 		want bool
 	}{{false, true}, {true, false}, {false, true}} {
-		gate, err := hookenv.OpenGate(FD)
+		gate, err := hookenv.OpenGate([]byte(fmt.Sprintf("#!/proc/self/fd/%d\n", FD)))
 		if err != nil {
 			t.Fatal(err)
 		}

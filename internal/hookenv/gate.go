@@ -16,13 +16,12 @@ import (
 )
 
 // The post-receive gate. Through serve, git runs post-receive from the
-// root's hooks directory (internal/hookdir) as fd GateFD: a script of one
-// line, made per push in memory, whose interpreter is collab-hook-fast
-// (the fd serve hands git for the direct hooks). pre-receive, the first to
+// root's hooks directory (internal/hookdir) as fd GateFD: the hook script
+// (relay.Script), made per push in memory. pre-receive, the first to
 // know a push's updates, takes the gate's execute bit away when
-// post-receive would find nothing to do (collab-hook-fast's does, which
-// decides every push serve stamped; a push it hands to collab-hook keeps
-// its post-receive). git checks a hook's mode just before it runs it, so
+// post-receive would find nothing to do (serve's does, and
+// collab-hook-fast's, which decides every push serve stamped; a push it
+// hands to collab-hook keeps its post-receive). git checks a hook's mode just before it runs it, so
 // it then skips post-receive and starts no process for it at all.
 // pre-receive has exited before git moves any ref, so git never sees the
 // mode change between its check and its exec.
@@ -36,7 +35,7 @@ import (
 // sweep scans from there, as for any missed post-receive.
 const (
 	// GateFD is the gate's fd in git and its hooks: after the relay's
-	// socket (3) and collab-hook-fast (4).
+	// socket (3) and the hook script (4).
 	GateFD = 5
 	// PostReceiveVar is set where serve made the gate: the branches
 	// whose move post-receive scans, space-separated ("-": none), as
@@ -45,31 +44,46 @@ const (
 	gateName       = "collab-post-receive"
 )
 
-// OpenGate makes one push's gate, executable, running the program at fd
-// interp of the process that runs it. The file returned is read-only: a
-// file open for writing cannot be run (ETXTBSY).
-func OpenGate(interp int) (*os.File, error) {
-	fd, err := unix.MemfdCreate(gateName, unix.MFD_CLOEXEC|unix.MFD_EXEC)
-	if errors.Is(err, unix.EINVAL) {
-		// Before Linux 6.3 there is no MFD_EXEC, and every memfd runs.
-		fd, err = unix.MemfdCreate(gateName, unix.MFD_CLOEXEC)
-	}
+// OpenGate makes one push's gate, executable, holding script (the hook
+// script serve hands git, relay.Script). The file returned is read-only:
+// a file open for writing cannot be run (ETXTBSY).
+func OpenGate(script []byte) (*os.File, error) {
+	f, err := OpenScript(gateName, script)
 	if err != nil {
 		return nil, fmt.Errorf("make the post-receive gate: %w", err)
 	}
-	w := os.NewFile(uintptr(fd), gateName)
+	return f, nil
+}
+
+// OpenScript makes an executable file in memory, named name, holding
+// script; the file returned is read-only, as for OpenGate.
+func OpenScript(name string, script []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) {
+		// Before Linux 6.3 there is no MFD_EXEC, and every memfd runs.
+		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w := os.NewFile(uintptr(fd), name)
 	defer w.Close()
-	if _, err := fmt.Fprintf(w, "#!/proc/self/fd/%d\n", interp); err != nil {
-		return nil, fmt.Errorf("write the post-receive gate: %w", err)
+	if _, err := w.Write(script); err != nil {
+		return nil, err
 	}
 	if err := w.Chmod(0o700); err != nil {
-		return nil, fmt.Errorf("open the post-receive gate: %w", err)
+		return nil, err
 	}
-	r, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		return nil, fmt.Errorf("reopen the post-receive gate: %w", err)
+	return os.Open("/proc/self/fd/" + strconv.Itoa(fd))
+}
+
+// Shut takes the execute bit from gate, serve's own file of it, for a
+// pre-receive that serve ran.
+func Shut(gate *os.File) error {
+	if err := gate.Chmod(0o600); err != nil {
+		return fmt.Errorf("shut the post-receive gate: %w", err)
 	}
-	return r, nil
+	return nil
 }
 
 // ShutGate takes the execute bit from the gate this process inherited at

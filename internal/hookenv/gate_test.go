@@ -13,7 +13,7 @@ import (
 )
 
 func TestGateShuts(t *testing.T) {
-	g, err := OpenGate(4)
+	g, err := OpenGate([]byte("#!/proc/self/fd/4\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,11 @@ type Hook struct {
 	// Skips, when set, is the push's (serve's): relay.Unmerged adds to
 	// it the moves pre-receive found unmerged.
 	Skips *push.Skips
+	// Gate, when set, shuts the push's post-receive gate (serve's): a
+	// pre-receive that passed shuts it where post-receive would find
+	// nothing to do, adds the moves it found unmerged to Skips, and starts
+	// Prefetch, as collab-hook-fast's pre-receive does through the relay.
+	Gate func() error
 }
 
 // Run runs h and returns its exit code. Refusals and failures are one
@@ -147,6 +152,11 @@ func Run(ctx context.Context, h Hook) int {
 		}
 		defer e.DB.Close()
 	}
+	if h.Name == "pre-receive" && h.Gate != nil {
+		e.Passed = func(us []push.Update) []any {
+			return passed(ctx, h, hand, getenv, e, us)
+		}
+	}
 	if h.Name == "proc-receive" {
 		// Each revision is a write of the pusher's, counted by the rule
 		// every write of a principal passes (the operator's are not).
@@ -192,6 +202,34 @@ func Run(ctx context.Context, h Hook) int {
 		}
 	}
 	return 0
+}
+
+// passed is what serve does once a pre-receive it runs has passed: shut
+// the gate where post-receive would have nothing to do, and say so on the
+// hook's entry; hand the moves that merge nothing to Skips; start the
+// reads the later hooks take.
+func passed(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, e *push.Env, us []push.Update) (attrs []any) {
+	var read hookenv.CommitReader
+	if q := getenv("GIT_QUARANTINE_PATH"); q != "" {
+		read = func(oid string) ([]byte, error) { return git.LooseCommit(q, oid) }
+	}
+	idle, unmerged := hand.PostReceiveIdle(us, read)
+	if idle {
+		if err := h.Gate(); err != nil {
+			// post-receive runs, and scans.
+			h.Log.Warn("post-receive gate", "PRINCIPAL", hand.Principal, "REPO", e.Repo, "error", err.Error())
+			idle, unmerged = false, nil
+		} else {
+			attrs = append(attrs, "POST_RECEIVE", "skipped")
+		}
+	}
+	if len(unmerged) > 0 && h.Skips != nil {
+		h.Skips.Add(unmerged)
+	}
+	if h.Prefetch != nil && (!idle && pushcheck.MovesBranches(us) || pushcheck.HasFor(us)) {
+		h.Prefetch.Start(ctx, e, us)
+	}
+	return attrs
 }
 
 // background starts "collab-hook hook merge-scan" for updates in its own

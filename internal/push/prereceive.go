@@ -18,7 +18,11 @@ import (
 func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
 	start := time.Now()
 	err := preReceive(ctx, e, updates, rawOpts)
-	pushcheck.Log(e.logger(), e.Principal, e.Repo, updates, err, start)
+	log := e.logger()
+	if err == nil && e.Passed != nil {
+		log = log.With(e.Passed(updates)...)
+	}
+	pushcheck.Log(log, e.Principal, e.Repo, updates, err, start)
 	return err
 }
 

@@ -58,6 +58,10 @@ type Env struct {
 	// Prefetched holds the reads serve started when pre-receive passed
 	// (nil: none; the hooks read themselves).
 	Prefetched *Prefetch
+	// Passed, when set, is told of a pre-receive that passed before its
+	// entry is logged, and what it returns goes on the entry: serve,
+	// running pre-receive, shuts the post-receive gate there.
+	Passed func(updates []Update) (attrs []any)
 	// prefetched counts the reads this run took from Prefetched.
 	prefetched int
 }

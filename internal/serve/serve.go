@@ -83,8 +83,9 @@ type Request struct {
 	Start func(ctx context.Context, path string, argv, env []string, stdin, stdout *os.File, files []*os.File) (wait func() (int, error), err error)
 	// Binary is collab-hook's absolute path, which the repositories' hook
 	// shims name. Where it is set and a repository's hooks are exactly
-	// those shims, git runs collab-hook-fast beside it as the hooks, from
-	// the root's hooks directory (internal/hookdir), without the shims' sh.
+	// those shims, and collab-hook-fast lies beside it, git runs the hook
+	// script (relay.Script), which serve answers, as the hooks, from the
+	// root's hooks directory (internal/hookdir).
 	Binary string
 }
 
@@ -310,12 +311,14 @@ func withInputSize(argv []string, n int64) []string {
 // the check has passed (held): git's output goes out once it has, the
 // client's input goes in once the facts the hooks need are in the late
 // hand-off (hookenv.Late) and it is sealed. Once git runs,
-// serve runs the hooks that relay themselves to it (collab-hook-fast
-// does, for proc-receive and post-receive) with its database: a push then
-// starts one process that opens it, not three. A hook that cannot reach
-// serve (serve killed, or collab-hook-fast missing) runs itself as
-// before. Where it can (directHooks), it has git run collab-hook-fast as
-// the hooks from the root's hooks directory.
+// serve runs the hooks that relay themselves to it with its database: a
+// push then starts one process that opens it, not three. Where it can
+// (directHooks), it has git run the hook script from the root's hooks
+// directory, which hands serve all three hooks (relay.ScriptServer);
+// otherwise the shims run collab-hook-fast, which relays proc-receive
+// and post-receive over the socket (relay.Server). A hook that cannot
+// reach serve (serve killed, or collab-hook-fast missing) runs itself as
+// before.
 //
 // ok is false, with nothing done, where git cannot be started so (a bad
 // command line, no such repository, no socket for the relay): Run then
@@ -360,14 +363,12 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	config := []string{"receive.autogc=false"}
 	hooks := "shims"
 	direct := directHooks(r, dir)
-	for _, f := range direct {
-		defer f.Close()
-	}
 	if direct != nil {
-		// Only with the program and the gate as its fds may git be
+		defer direct.close()
+		// Only with the script and the gate as its fds may git be
 		// pointed at the directory: without them git would find no hooks
 		// there, and skip them (so runGit's exec of git never names it).
-		files = append(files, direct...) // hookdir.FD, hookenv.GateFD
+		files = append(files, direct.script, direct.gate) // hookdir.FD, hookenv.GateFD
 		// A shut gate is a hook git skips, which it would say to the
 		// pusher.
 		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
@@ -375,6 +376,9 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	}
 	files = append(files, handoff.Git)
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(files)))
+	if direct != nil {
+		files = append(files, direct.pipes[0], direct.pipes[1]) // relay.ReqFD, relay.AnsFD
+	}
 	// The pack's bound is an argument of git's, so git starts with the
 	// bound the last push found; a setting changed since starts it again.
 	argv := func(inputSize int64) []string {
@@ -447,10 +451,14 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	}
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
 	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
-	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
+	run := func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relayed[req.Hook] {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
+		}
+		var gate func() error
+		if req.Hook == "pre-receive" && direct != nil && skips != nil {
+			gate = func() error { return hookenv.Shut(direct.gate) }
 		}
 		// Like a hook process, which serve's SIGTERM does not reach, a
 		// relayed hook finishes its work. It reads the hand-off git's
@@ -458,9 +466,13 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
 			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: append(slices.Clip(req.Env), pairs...), Dir: req.Dir,
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
-			Prefetch: prefetch, Skips: skips,
+			Prefetch: prefetch, Skips: skips, Gate: gate,
 		})
-	})
+	}
+	go srv.Serve(run)
+	if direct != nil {
+		go direct.scripts.Serve(run)
+	}
 	if err := g.listen(r.Stdin, handoff); err != nil {
 		return fail(fault.Wrap(err, "cannot start git")), true
 	}
@@ -587,48 +599,74 @@ func withConfig(argv []string, kv ...string) []string {
 	return append(out, argv[1:]...)
 }
 
-// directHooks opens collab-hook-fast and makes the post-receive gate
-// (hookenv.OpenGate) for git to run as the push's hooks from the root's
-// hooks directory, where the repository at dir has exactly the shims
-// collab writes for r.Binary (hookdir.Usable). nil where the repository's
-// hooks differ, or either file cannot be made: git then runs the shims.
-func directHooks(r *Request, dir string) []*os.File {
+// direct is what git runs the hooks of the root's hooks directory with
+// (internal/hookdir): the hook script (hookdir.FD), the post-receive
+// gate (hookenv.GateFD) and the script relay's pipes (relay.ReqFD,
+// relay.AnsFD).
+type direct struct {
+	script, gate *os.File
+	pipes        [2]*os.File
+	scripts      *relay.ScriptServer
+}
+
+func (d *direct) close() {
+	for _, f := range []*os.File{d.script, d.gate, d.pipes[0], d.pipes[1]} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if d.scripts != nil {
+		d.scripts.Close()
+	}
+}
+
+// directHooks is what git needs to run the hooks from the root's hooks
+// directory, or nil where it may not: the repository's hooks are not
+// exactly collab's shims, collab-hook-fast is not beside collab-hook, or
+// /proc is not there to lead git through the links.
+func directHooks(r *Request, dir string) *direct {
 	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(filepath.Dir(r.Binary), repos.FastBinary))
-	if err != nil {
+	fast := filepath.Join(filepath.Dir(r.Binary), repos.FastBinary)
+	if st, err := os.Stat(fast); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		return nil
 	}
+	d := &direct{}
 	keep := false
 	defer func() {
 		if !keep {
-			f.Close()
+			d.close()
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		return nil
+	script := relay.Script(r.Root.Dir, fast)
+	var err error
+	if d.script, err = hookenv.OpenScript("collab-hook-script", script); err == nil {
+		if d.gate, err = hookenv.OpenGate(script); err == nil {
+			d.pipes, d.scripts, err = relay.Pipes()
+		}
 	}
-	// The links lead through /proc: where it is not mounted (a bare
-	// container) git would find no hooks at all.
-	if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(f.Fd()))); err != nil || !os.SameFile(st, via) {
-		return nil
-	}
-	gate, err := hookenv.OpenGate(hookdir.FD)
 	if err != nil {
 		r.Log.Warn("hooks", "PRINCIPAL", r.Principal, "error", err.Error())
 		return nil
 	}
+	// The links lead through /proc: where it is not mounted (a bare
+	// container) git would find no hooks at all.
+	if st, err := d.script.Stat(); err != nil {
+		return nil
+	} else if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(d.script.Fd()))); err != nil || !os.SameFile(st, via) {
+		return nil
+	}
 	keep = true
-	return []*os.File{f, gate}
+	return d
 }
 
-// relayed are the hooks serve runs for receive-pack. pre-receive is not:
-// collab-hook-fast decides it with serve's hand-off, at the same cost, and
+// relayed are the hooks serve runs for receive-pack. collab-hook-fast
+// does not relay pre-receive: it decides it with serve's hand-off, and
 // hands serve a relay.Prefetch for a push that passed, and a
-// relay.Unmerged for the moves whose post-receive it skipped.
-var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "proc-receive": true, "post-receive": true}
+// relay.Unmerged for the moves whose post-receive it skipped; the hook
+// script does, and serve then does all that itself (hookrun.Hook.Gate).
+var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "pre-receive": true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
 func gitProgram(words []string) (string, bool) {

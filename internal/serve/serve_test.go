@@ -301,8 +301,9 @@ func TestReceivePackRelays(t *testing.T) {
 
 // Where demo.git's hooks are exactly the shims for serve's binary and
 // collab-hook-fast lies beside it, git is pointed at the root's hooks
-// directory and handed that program as fd 4; otherwise it runs the
-// repository's hooks, as it would without serve.
+// directory and handed the hook script as fd 4 (relay.Script, which falls
+// back to that program); otherwise it runs the repository's hooks, as it
+// would without serve.
 func TestReceivePackDirectHooks(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
@@ -353,16 +354,29 @@ func TestReceivePackDirectHooks(t *testing.T) {
 				r.Binary = tc.binary
 				r.Start = fakeStart(func(_ string, a, e []string, fs []*os.File) (int, error) {
 					argv, env, files = a, e, fs
-					late = hookenv.ReadLate(fs[len(fs)-1].Fd())
-					if len(fs) == 4 { // what git would run: the file beside the binary, and the gate
-						st, err := fs[1].Stat()
-						want, err2 := os.Stat(filepath.Join(bin, repos.FastBinary))
-						if err != nil || err2 != nil || !os.SameFile(st, want) {
-							t.Errorf("fd 4 is not collab-hook-fast: %v, %v", err, err2)
+					n, err := strconv.Atoi(hookenv.Getenv(e)(hookenv.HandoffFDVar))
+					if err != nil || n < 3 || n-3 >= len(fs) {
+						t.Fatalf("%s in %q with %d files", hookenv.HandoffFDVar, e, len(fs))
+					}
+					late = hookenv.ReadLate(fs[n-3].Fd())
+					if len(fs) == 6 { // what git would run: the hook script and the gate, and the script's pipes
+						if n != 6 {
+							t.Errorf("hand-off at fd %d, want 6", n)
 						}
-						gate, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fs[2].Fd())))
-						if err != nil || !strings.HasPrefix(gate, "/memfd:collab-post-receive") {
-							t.Errorf("fd 5 is %q, %v; want the post-receive gate", gate, err)
+						for i, name := range map[int]string{1: "collab-hook-script", 2: "collab-post-receive"} {
+							link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fs[i].Fd())))
+							if err != nil || !strings.HasPrefix(link, "/memfd:"+name) {
+								t.Errorf("fd %d is %q, %v; want %s", 3+i, link, err, name)
+							}
+						}
+						script, err := os.ReadFile("/proc/self/fd/" + strconv.Itoa(int(fs[1].Fd())))
+						if err != nil || !strings.HasPrefix(string(script), "#!/bin/sh\n") || !strings.Contains(string(script), filepath.Join(bin, repos.FastBinary)) {
+							t.Errorf("hook script %q, %v; want sh, falling back to collab-hook-fast", script, err)
+						}
+						for _, fd := range []int{relay.ReqFD, relay.AnsFD} {
+							if st, err := fs[fd-3].Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+								t.Errorf("fd %d: %v, %v; want one of the script relay's pipes", fd, st, err)
+							}
 						}
 					}
 					return 0, nil
@@ -372,7 +386,7 @@ func TestReceivePackDirectHooks(t *testing.T) {
 				t.Fatalf("serve: exit %d: %s", res.code, res.stderr)
 			}
 			named := slices.Contains(argv, hooksPath)
-			if named != tc.direct || len(files) != map[bool]int{true: 4, false: 2}[tc.direct] {
+			if named != tc.direct || len(files) != map[bool]int{true: 6, false: 2}[tc.direct] {
 				t.Errorf("argv %q with %d files; want direct hooks: %v", argv, len(files), tc.direct)
 			}
 			// With the gate: the branches it follows (none yet), and git

@@ -1,0 +1,216 @@
+package relay
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseRequest(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		hook string
+		pid  int
+		ok   bool
+	}{
+		{"pre-receive 42\n", "pre-receive", 42, true},
+		{"post-receive 7", "post-receive", 7, true},
+		{"pre-receive\n", "", 0, false},
+		{" 42\n", "", 0, false},
+		{"pre-receive 0\n", "", 0, false},
+		{"pre-receive -3\n", "", 0, false},
+		{"pre-receive 4 2\n", "", 0, false},
+		{"pre-receive x\n", "", 0, false},
+	} {
+		hook, pid, ok := parseRequest(tc.line)
+		if hook != tc.hook || pid != tc.pid || ok != tc.ok {
+			t.Errorf("parseRequest(%q) = %q, %d, %v; want %q, %d, %v", tc.line, hook, pid, ok, tc.hook, tc.pid, tc.ok)
+		}
+	}
+}
+
+func TestParent(t *testing.T) {
+	if got, err := parent(os.Getpid()); err != nil || got != os.Getppid() {
+		t.Fatalf("parent(self) = %d, %v; want %d", got, err, os.Getppid())
+	}
+	if _, err := parent(-1); err == nil {
+		t.Fatal("parent of no process")
+	}
+}
+
+// scriptRun runs the hook script as git would under serve: a grandchild
+// of this process (git is sh here), named for hook, with the relay's
+// pipes at their fds, stdin in and its stdout and stderr returned.
+func scriptRun(t *testing.T, hook, fast, in string, h Handler) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, hook)
+	if err := os.WriteFile(path, Script("/forge root's", fast), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	child, s, err := Pipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s.Serve(h)
+	}()
+	// "; exit" keeps sh from exec'ing the hook: sh stands in for git.
+	cmd := exec.Command("/bin/sh", "-c", `"$0"; exit $?`, path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOOK_TEST=yes")
+	cmd.Stdin = strings.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	// fds 3 to 6 stand for the relay's socket, the script, the gate and
+	// the hand-off.
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	err = cmd.Run()
+	child[0].Close()
+	child[1].Close()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	s.Close()
+	<-served
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// serve runs the hook on the hook process's own stdin, stdout and stderr,
+// with its environment and working directory, and its code is the hook's.
+func TestScript(t *testing.T) {
+	for _, code := range []int{0, 1, 3} {
+		var got Request
+		c, stdout, stderr := scriptRun(t, "pre-receive", "/nonexistent", "old new ref\n", func(req Request, stdin, stdout, stderr *os.File) int {
+			got = req
+			b, err := readAll(stdin)
+			if err != nil {
+				t.Error(err)
+			}
+			fmt.Fprintf(stdout, "out: %s", b)
+			fmt.Fprintf(stderr, "err: %s", b)
+			return code
+		})
+		if c != code || stdout != "out: old new ref\n" || stderr != "err: old new ref\n" {
+			t.Errorf("exit %d, stdout %q, stderr %q; want %d and the input on both", c, stdout, stderr, code)
+		}
+		if got.Hook != "pre-receive" || !strings.HasPrefix(got.Dir, os.TempDir()) || !contains(got.Env, "HOOK_TEST=yes") {
+			t.Errorf("request %q in %q", got.Hook, got.Dir)
+		}
+	}
+}
+
+// A hook serve cannot take (here: not a grandchild) runs collab-hook-fast
+// with its stdin, stdout and stderr, as the shims would.
+func TestScriptFallback(t *testing.T) {
+	dir := t.TempDir()
+	fast := filepath.Join(dir, "fast")
+	if err := os.WriteFile(fast, []byte("#!/bin/sh\necho \"fast $*\"\ncat\necho err >&2\nexit 5\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "post-receive")
+	if err := os.WriteFile(path, Script("/forge root's", fast), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	child, s, err := Pipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ran := false
+	go s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran = true; return 0 })
+	cmd := exec.Command(path) // a child: its grandparent is not this process
+	cmd.Stdin = strings.NewReader("lines\n")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	err = cmd.Run()
+	s.Close()
+	if cmd.ProcessState.ExitCode() != 5 || out.String() != "fast --root /forge root's hook post-receive\nlines\n" || errb.String() != "err\n" || ran {
+		t.Fatalf("%v, stdout %q, stderr %q, served %v", err, out.String(), errb.String(), ran)
+	}
+}
+
+// A script whose serve is gone fails the hook (SIGPIPE: nobody reads
+// what it would say, serve's client being gone too).
+func TestScriptServeGone(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pre-receive")
+	if err := os.WriteFile(path, Script(dir, "/nonexistent"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	child, s, err := Pipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	cmd := exec.Command(path)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("the hook passed, stderr %q", errb.String())
+	}
+}
+
+func readAll(f *os.File) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(f)
+	return b.Bytes(), err
+}
+
+func contains(env []string, kv string) bool {
+	for _, e := range env {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// A hook whose stdout is a file, not a pipe, runs collab-hook-fast: a file
+// opened through /proc would be written from its start.
+func TestScriptNotPipe(t *testing.T) {
+	dir := t.TempDir()
+	fast := filepath.Join(dir, "fast")
+	if err := os.WriteFile(fast, []byte("#!/bin/sh\necho \"fast $*\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "pre-receive")
+	if err := os.WriteFile(path, Script(dir, fast), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := out.WriteString("kept\n"); err != nil {
+		t.Fatal(err)
+	}
+	child, s, err := Pipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ran := false
+	go s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran = true; return 0 })
+	cmd := exec.Command("/bin/sh", "-c", `"$0"; exit $?`, path)
+	cmd.Stdout = out
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	b, err := os.ReadFile(out.Name())
+	if err != nil || string(b) != "kept\nfast --root "+dir+" hook pre-receive\n" || ran {
+		t.Fatalf("out %q, %v, served %v", b, err, ran)
+	}
+}
