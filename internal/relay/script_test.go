@@ -110,15 +110,7 @@ func TestScript(t *testing.T) {
 // A hook serve cannot take (here: not a grandchild) runs collab-hook-fast
 // with its stdin, stdout and stderr, as the shims would.
 func TestScriptFallback(t *testing.T) {
-	dir := t.TempDir()
-	fast := filepath.Join(dir, "fast")
-	if err := os.WriteFile(fast, []byte("#!/bin/sh\necho \"fast $*\"\ncat\necho err >&2\nexit 5\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "post-receive")
-	if err := os.WriteFile(path, Script("/forge root's", fast), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	_, path := scripts(t, "post-receive", "/forge root's", "echo \"fast $*\"\ncat\necho err >&2\nexit 5\n")
 	child, s, err := Pipes()
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +152,26 @@ func TestScriptServeGone(t *testing.T) {
 	}
 }
 
+// scripts writes, in a directory of its own, the hook script for hook
+// with the root root ("": that directory) and, for collab-hook-fast, a
+// script of body.
+func scripts(t *testing.T, hook, root, body string) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	if root == "" {
+		root = dir
+	}
+	fast := filepath.Join(dir, "fast")
+	if err := os.WriteFile(fast, []byte("#!/bin/sh\n"+body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(dir, hook)
+	if err := os.WriteFile(path, Script(root, fast), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
 func readAll(f *os.File) ([]byte, error) {
 	var b bytes.Buffer
 	_, err := b.ReadFrom(f)
@@ -178,15 +190,7 @@ func contains(env []string, kv string) bool {
 // A hook whose stdout is a file, not a pipe, runs collab-hook-fast: a file
 // opened through /proc would be written from its start.
 func TestScriptNotPipe(t *testing.T) {
-	dir := t.TempDir()
-	fast := filepath.Join(dir, "fast")
-	if err := os.WriteFile(fast, []byte("#!/bin/sh\necho \"fast $*\"\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "pre-receive")
-	if err := os.WriteFile(path, Script(dir, fast), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, path := scripts(t, "pre-receive", "", "echo \"fast $*\"\n")
 	out, err := os.Create(filepath.Join(dir, "out"))
 	if err != nil {
 		t.Fatal(err)
