@@ -168,49 +168,36 @@ func preReceive(ctx context.Context, c fastpath.Call) (done bool, code int) {
 	// no branch the merge scan follows, or only by new commits that name
 	// none of its open patches) has git skip post-receive; its entries
 	// say so, and serve records the scan of the latter moves.
-	var idle bool
-	var unmerged []pushcheck.Update
+	var p hookenv.Passed
 	if err == nil {
-		idle, unmerged = h.PostReceiveIdle(us, quarantine())
+		p = h.Pass(us, os.Getenv, hookenv.ShutGate)
 	}
 	entries := log
-	if idle {
-		if serr := hookenv.ShutGate(); serr != nil {
-			// post-receive runs, and scans.
-			log.Warn("post-receive gate", "PRINCIPAL", h.Principal, "REPO", key, "error", serr.Error())
-			unmerged = nil
-		} else {
-			entries = log.With("POST_RECEIVE", "skipped")
-		}
+	if p.ShutErr != nil {
+		// post-receive runs, and scans.
+		log.Warn("post-receive gate", "PRINCIPAL", h.Principal, "REPO", key, "error", p.ShutErr.Error())
+	}
+	if p.Skipped {
+		entries = log.With("POST_RECEIVE", "skipped")
 	}
 	pushcheck.Log(entries, h.Principal, key, us, err, start)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return true, 1
 	}
-	if len(unmerged) > 0 {
-		if err := tell(relay.Unmerged, unmerged); err != nil {
+	if len(p.Unmerged) > 0 {
+		if err := tell(relay.Unmerged, p.Unmerged); err != nil {
 			// The next push's post-receive scans these moves again.
 			log.Warn("merge scan", "PRINCIPAL", h.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
 		}
 	}
-	if !idle && pushcheck.MovesBranches(us) || pushcheck.HasFor(us) {
+	if p.Prefetch {
 		if err := tell(relay.Prefetch, us); err != nil {
 			// Only a head start lost: the hooks read themselves.
 			log.Warn("prefetch", "PRINCIPAL", h.Principal, "REPO", key, "error", err.Error())
 		}
 	}
 	return true, 0
-}
-
-// quarantine reads the commits a push brought from its quarantine
-// (hookenv.Unmerged); nil where git made none (no new objects).
-func quarantine() hookenv.CommitReader {
-	q := os.Getenv("GIT_QUARANTINE_PATH")
-	if q == "" {
-		return nil
-	}
-	return func(oid string) ([]byte, error) { return git.LooseCommit(q, oid) }
 }
 
 // maxTell bounds the update lines tell writes into a pipe before

@@ -48,7 +48,7 @@ const (
 // script serve hands git, relay.Script). The file returned is read-only:
 // a file open for writing cannot be run (ETXTBSY).
 func OpenGate(script []byte) (*os.File, error) {
-	f, err := OpenScript(gateName, script)
+	f, err := openScript(gateName, script)
 	if err != nil {
 		return nil, fmt.Errorf("make the post-receive gate: %w", err)
 	}
@@ -58,6 +58,14 @@ func OpenGate(script []byte) (*os.File, error) {
 // OpenScript makes an executable file in memory, named name, holding
 // script; the file returned is read-only, as for OpenGate.
 func OpenScript(name string, script []byte) (*os.File, error) {
+	f, err := openScript(name, script)
+	if err != nil {
+		return nil, fmt.Errorf("make %s in memory: %w", name, err)
+	}
+	return f, nil
+}
+
+func openScript(name string, script []byte) (*os.File, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
 		// Before Linux 6.3 there is no MFD_EXEC, and every memfd runs.
@@ -79,12 +87,7 @@ func OpenScript(name string, script []byte) (*os.File, error) {
 
 // Shut takes the execute bit from gate, serve's own file of it, for a
 // pre-receive that serve ran.
-func Shut(gate *os.File) error {
-	if err := gate.Chmod(0o600); err != nil {
-		return fmt.Errorf("shut the post-receive gate: %w", err)
-	}
-	return nil
-}
+func Shut(gate *os.File) error { return shutGate(int(gate.Fd())) }
 
 // ShutGate takes the execute bit from the gate this process inherited at
 // GateFD, after checking that it is one.
@@ -218,6 +221,43 @@ func (h Handoff) PostReceiveIdle(updates []pushcheck.Update, read CommitReader) 
 		unmerged = append(unmerged, u)
 	}
 	return true, unmerged
+}
+
+// Passed is what a pre-receive that passed does about post-receive, the
+// same whether collab-hook-fast runs it or serve (Handoff.Pass).
+type Passed struct {
+	// Skipped: the gate is shut, and git skips post-receive.
+	Skipped bool
+	// Unmerged are the followed branches' moves that merge nothing, to
+	// be recorded as scanned once their refs have moved (push.Skips).
+	Unmerged []pushcheck.Update
+	// Prefetch: post-receive or proc-receive will run, and serve may
+	// start their reads (push.Prefetch).
+	Prefetch bool
+	// ShutErr is a gate that would not shut: post-receive then runs, and
+	// scans.
+	ShutErr error
+}
+
+// Pass decides, for a push that passed pre-receive, whether post-receive
+// has anything to do, and where it has not, shuts the gate with shut.
+// getenv is the hook's environment, for the push's quarantine.
+func (h Handoff) Pass(updates []pushcheck.Update, getenv func(string) string, shut func() error) Passed {
+	var read CommitReader
+	if q := getenv("GIT_QUARANTINE_PATH"); q != "" {
+		read = func(oid string) ([]byte, error) { return git.LooseCommit(q, oid) }
+	}
+	idle, unmerged := h.PostReceiveIdle(updates, read)
+	p := Passed{Unmerged: unmerged}
+	if idle {
+		if p.ShutErr = shut(); p.ShutErr != nil {
+			p.Unmerged = nil
+		} else {
+			p.Skipped = true
+		}
+	}
+	p.Prefetch = !idle && pushcheck.MovesBranches(updates) || pushcheck.HasFor(updates)
+	return p
 }
 
 // CommitReader reads a commit the push brought (git.LooseCommit on its

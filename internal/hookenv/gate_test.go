@@ -174,3 +174,31 @@ func TestUnmerged(t *testing.T) {
 		}
 	}
 }
+
+func TestPass(t *testing.T) {
+	topic := []pushcheck.Update{{Old: git.ZeroOID, New: strings.Repeat("a", 40), Ref: "refs/heads/topic"}}
+	forMain := []pushcheck.Update{{Old: git.ZeroOID, New: strings.Repeat("a", 40), Ref: "refs/for/main"}}
+	none := func(string) string { return "" }
+	broken := fmt.Errorf("no gate")
+	for _, tc := range []struct {
+		name    string
+		scanned map[string]Followed
+		updates []pushcheck.Update
+		shutErr error
+		want    Passed
+		shut    bool
+	}{
+		{"no list handed off: the gate stays open", nil, topic, nil, Passed{Prefetch: true}, false},
+		{"a branch nothing follows: shut", map[string]Followed{}, topic, nil, Passed{Skipped: true}, true},
+		{"a gate that will not shut", map[string]Followed{}, topic, broken, Passed{ShutErr: broken}, true},
+		{"refs/for: shut, and proc-receive's reads start", map[string]Followed{}, forMain, nil, Passed{Skipped: true, Prefetch: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shut := false
+			got := Handoff{Scanned: tc.scanned}.Pass(tc.updates, none, func() error { shut = true; return tc.shutErr })
+			if !reflect.DeepEqual(got, tc.want) || shut != tc.shut {
+				t.Errorf("Pass = %+v (shut %v), want %+v (shut %v)", got, shut, tc.want, tc.shut)
+			}
+		})
+	}
+}

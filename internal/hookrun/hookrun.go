@@ -204,29 +204,22 @@ func Run(ctx context.Context, h Hook) int {
 	return 0
 }
 
-// passed is what serve does once a pre-receive it runs has passed: shut
-// the gate where post-receive would have nothing to do, and say so on the
-// hook's entry; hand the moves that merge nothing to Skips; start the
-// reads the later hooks take.
+// passed is what serve does once a pre-receive it runs has passed
+// (hookenv.Handoff.Pass): say on the hook's entry that the gate is shut,
+// hand the moves that merge nothing to Skips, start the reads the later
+// hooks take.
 func passed(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, e *push.Env, us []push.Update) (attrs []any) {
-	var read hookenv.CommitReader
-	if q := getenv("GIT_QUARANTINE_PATH"); q != "" {
-		read = func(oid string) ([]byte, error) { return git.LooseCommit(q, oid) }
+	p := hand.Pass(us, getenv, h.Gate)
+	if p.ShutErr != nil {
+		h.Log.Warn("post-receive gate", "PRINCIPAL", hand.Principal, "REPO", e.Repo, "error", p.ShutErr.Error())
 	}
-	idle, unmerged := hand.PostReceiveIdle(us, read)
-	if idle {
-		if err := h.Gate(); err != nil {
-			// post-receive runs, and scans.
-			h.Log.Warn("post-receive gate", "PRINCIPAL", hand.Principal, "REPO", e.Repo, "error", err.Error())
-			idle, unmerged = false, nil
-		} else {
-			attrs = append(attrs, "POST_RECEIVE", "skipped")
-		}
+	if p.Skipped {
+		attrs = append(attrs, "POST_RECEIVE", "skipped")
 	}
-	if len(unmerged) > 0 && h.Skips != nil {
-		h.Skips.Add(unmerged)
+	if len(p.Unmerged) > 0 && h.Skips != nil {
+		h.Skips.Add(p.Unmerged)
 	}
-	if h.Prefetch != nil && (!idle && pushcheck.MovesBranches(us) || pushcheck.HasFor(us)) {
+	if p.Prefetch && h.Prefetch != nil {
 		h.Prefetch.Start(ctx, e, us)
 	}
 	return attrs
