@@ -194,15 +194,14 @@ PrintMotd no
 LogLevel VERBOSE
 `, hostKey, filepath.Join(sd, "sshd.pid"))
 	if keysCommand {
-		script := filepath.Join(sd, "keys-command.sh")
-		// As install.sh's snippet: the lean binary, which hands collab-hook
-		// whatever the key index cannot answer.
-		body := fmt.Sprintf("#!/bin/sh\nexec %s --root %s keys-command \"$@\"\n",
-			shq(filepath.Join(ts.Getenv("BIN"), "collab-hook-fast")), shq(ts.Getenv("ROOT")))
-		ts.Check(os.WriteFile(script, []byte(body), 0o755))
-		// sshd checks every path component of the program it runs; /bin/sh
-		// passes, a script under /tmp would not.
-		fmt.Fprintf(&cfg, "AuthorizedKeysFile none\nAuthorizedKeysCommand /bin/sh %s %%u %%t %%k\nAuthorizedKeysCommandUser root\n", script)
+		// As install.sh's snippet: awk reading the key index, handing
+		// collab-hook-fast (beside collab-hook in BIN) what it cannot answer.
+		script, err := filepath.Abs("../deploy/sshd/keys-command.awk")
+		ts.Check(err)
+		awk, err := exec.LookPath("awk")
+		ts.Check(err)
+		fmt.Fprintf(&cfg, "AuthorizedKeysFile none\nAuthorizedKeysCommand %s -v bin=%s -v root=%s -v u=%%u -v t=%%t -v k=%%k -f %s\nAuthorizedKeysCommandUser root\n",
+			awk, ts.Getenv("BIN"), ts.Getenv("ROOT"), script)
 	} else {
 		fmt.Fprintf(&cfg, "AuthorizedKeysFile %s\n", p.authorizedKeys())
 	}
@@ -615,6 +614,11 @@ func TestDeployInstall(t *testing.T) {
 			t.Errorf("link %s: %q %v", b, l, err)
 		}
 	}
+	if fi, err := os.Stat(filepath.Join(libexec, "keys-command.awk")); err != nil {
+		t.Error(err)
+	} else if fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm() != 0o644 {
+		t.Errorf("keys-command.awk: uid %d mode %v, want root 0644", fi.Sys().(*syscall.Stat_t).Uid, fi.Mode())
+	}
 	unit, err := os.ReadFile(filepath.Join(tmp, "units", "collab-web.service"))
 	if err != nil || !strings.Contains(string(unit), "ExecStart="+libexec+"/collab-web --root "+root+" --listen 127.0.0.1:8080") ||
 		!strings.Contains(string(unit), "User="+user) || strings.Contains(string(unit), "@") {
@@ -682,6 +686,39 @@ func TestDeployInstall(t *testing.T) {
 	if out, err := ssh("whoami"); err != nil || !strings.HasPrefix(out, "alice\n") {
 		t.Fatalf("whoami: %v\n%s\nsshd: %s", err, out, sshdLog.String())
 	}
+	// The installed AuthorizedKeysCommand, run by hand as sshd would, prints
+	// what collab-hook keys-command does: from the index, and without one.
+	snippet, err := os.ReadFile(filepath.Join(tmp, "sshd", "collab.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*AuthorizedKeysCommand (.+)$`).FindSubmatch(snippet)
+	if m == nil {
+		t.Fatalf("no AuthorizedKeysCommand in the snippet:\n%s", snippet)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt := strings.Fields(string(pub))
+	keysCmd := strings.NewReplacer("%u", user, "%t", kt[0], "%k", kt[1]).Replace(string(m[1]))
+	want := hook("keys-command", user, kt[0], kt[1])
+	if !strings.HasPrefix(want, `command="`+libexec+"/collab-hook --root "+root+" serve --as alice\",restrict ") {
+		t.Errorf("keys-command: %q", want)
+	}
+	if got := run("runuser", append([]string{"-u", user, "--"}, strings.Fields(keysCmd)...)...); got != want {
+		t.Errorf("%s:\n%q\nwant %q", keysCmd, got, want)
+	}
+	if err := os.Rename(filepath.Join(root, "collab.db.keys"), filepath.Join(tmp, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("runuser", append([]string{"-u", user, "--"}, strings.Fields(keysCmd)...)...); got != want {
+		t.Errorf("without the index, %s:\n%q\nwant %q", keysCmd, got, want)
+	}
+	if out, err := ssh("whoami"); err != nil || !strings.HasPrefix(out, "alice\n") {
+		t.Fatalf("whoami without the index: %v\n%s\nsshd: %s", err, out, sshdLog.String())
+	}
+	hook("init")
 	work := filepath.Join(tmp, "work")
 	gitEnv := append(os.Environ(), "GIT_SSH_COMMAND="+sshCmd, "HOME="+tmp, "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@x")

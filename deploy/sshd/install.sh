@@ -87,7 +87,13 @@ for b in collab-hook collab-hook-fast collab-web; do
 	mv -f "$LIBEXEC/$b.new" "$LIBEXEC/$b"
 	ln -sfn "$LIBEXEC/$b" "$BINDIR/$b"
 done
-say "installed $LIBEXEC/collab-hook, collab-hook-fast and collab-web (linked from $BINDIR)"
+# sshd's AuthorizedKeysCommand: awk (mawk, in every Debian) reading the
+# key index, with the program beside the binaries it falls back to.
+awk=$(command -v awk) || die "no awk"
+case "$awk" in /*) ;; *) die "awk is not a program on PATH ($awk)" ;; esac
+install -o root -g root -m 0644 "$here/keys-command.awk" "$LIBEXEC/keys-command.awk.new"
+mv -f "$LIBEXEC/keys-command.awk.new" "$LIBEXEC/keys-command.awk"
+say "installed $LIBEXEC/collab-hook, collab-hook-fast, collab-web (linked from $BINDIR) and keys-command.awk"
 
 # 4. The root, owned by the forge's user; init is safe to run again and
 #    writes the key index that keys-command reads at every login (so an
@@ -104,7 +110,7 @@ if [ -n "$(ls -A "$root/repos" 2>/dev/null)" ]; then
 fi
 
 subst() {
-	sed -e "s|@USER@|$user|g" -e "s|@ROOT@|$root|g" -e "s|@LIBEXEC@|$LIBEXEC|g" \
+	sed -e "s|@USER@|$user|g" -e "s|@ROOT@|$root|g" -e "s|@LIBEXEC@|$LIBEXEC|g" -e "s|@AWK@|$awk|g" \
 		-e "s|@HOME@|$home|g" -e "s|@LISTEN@|$listen|g" \
 		-e "s|@DAEMON_LISTEN@|$daemon_listen|g" -e "s|@DAEMON_PORT@|$daemon_port|g" "$1"
 }

@@ -2,8 +2,12 @@ package keyindex
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -82,6 +86,99 @@ func TestFormatRefusesBlanks(t *testing.T) {
 	} {
 		if _, err := Format([]Entry{e}); err == nil {
 			t.Errorf("Format(%q) accepted", e)
+		}
+	}
+}
+
+// TestAwk holds deploy/sshd/keys-command.awk, which install.sh makes sshd's
+// AuthorizedKeysCommand, to Answer: the same line for every key, and the
+// hand-off to collab-hook-fast wherever Answer says the index cannot answer.
+func TestAwk(t *testing.T) {
+	sshdSends := regexp.MustCompile(`^[A-Za-z0-9@._+/=-]+ [A-Za-z0-9+/=]+$`)
+	awk, err := exec.LookPath("awk")
+	if err != nil {
+		t.Fatalf("no awk (Debian's mawk is required): %v", err)
+	}
+	script, err := filepath.Abs("../../deploy/sshd/keys-command.awk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, root := t.TempDir(), t.TempDir()
+	// What the index cannot answer goes to collab-hook-fast, here a stand-in
+	// that shows its arguments.
+	fast := "#!/bin/sh\necho \"fallback $*\"\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(bin, "collab-hook-fast"), []byte(fast), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Answer reads the database's header (dbfile.Check); an empty one passes.
+	db := filepath.Join(root, "collab.db")
+	if err := os.WriteFile(db, append([]byte("SQLite format 3\x00"), make([]byte, 84)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full, err := Format([]Entry{
+		{"ssh-ed25519", "AAAAone", "alice"},
+		{"ssh-ed25519", "AAAAtwo", "bob.agent-2"},
+		{"ssh-rsa", "AAAAone", "carol"},
+		{"sk-ssh-ed25519@openssh.com", "AAAA+/x=", "dave"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexes := map[string][]byte{
+		"whole":       full,
+		"truncated":   full[:len(full)-3],
+		"no trailer":  full[:len(full)-len(trailer)],
+		"no header":   full[len(header):],
+		"header only": []byte(header),
+		"empty":       {},
+		"bad line":    []byte(header + "ssh-ed25519 AAAAone \n" + trailer),
+		"bad name":    []byte(header + "ssh-ed25519 AAAAone Alice\n" + trailer),
+		"reserved":    []byte(header + "ssh-ed25519 AAAAone local\n" + trailer),
+		"four words":  []byte(header + "ssh-ed25519 AAAAone alice x\n" + trailer),
+		"first wins":  []byte(header + "ssh-ed25519 AAAAone alice\nssh-ed25519 AAAAone bob\n" + trailer),
+		"missing":     nil,
+	}
+	keys := [][2]string{
+		{"ssh-ed25519", "AAAAone"},
+		{"ssh-ed25519", "AAAAtwo"},
+		{"ssh-rsa", "AAAAone"},
+		{"sk-ssh-ed25519@openssh.com", "AAAA+/x="},
+		{"ssh-rsa", "AAAAtwo"},
+		{"ssh-ed25519", "AAAAon"},
+		{"ed25519", "AAAAone"},
+		{"#", "end"},
+		{"ssh-ed25519", "AAAA;true"},
+		{"ssh-ed25519", "$(true)"},
+	}
+	c := Command{Binary: filepath.Join(bin, "collab-hook"), Root: root}
+	for name, content := range indexes {
+		path := Path(db)
+		os.Remove(path)
+		if content != nil {
+			if err := os.WriteFile(path, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, key := range keys {
+			want, err := Answer(c, db, key[0], key[1])
+			wantCode := 0
+			switch {
+			case !sshdSends.MatchString(key[0] + " " + key[1]):
+				// Not what sshd's %t and %k are made of: nothing, and no shell
+				// sees it, where Answer would ask the database (and find
+				// nothing, as only keys sshd parsed are stored).
+				want = ""
+			case err != nil:
+				want, wantCode = fmt.Sprintf("fallback --root %s keys-command git %s %s", root, key[0], key[1]), 3
+			}
+			cmd := exec.Command(awk, "-v", "bin="+bin, "-v", "root="+root, "-v", "u=git",
+				"-v", "t="+key[0], "-v", "k="+key[1], "-f", script)
+			out, err := cmd.Output()
+			code := cmd.ProcessState.ExitCode()
+			if got := strings.TrimSuffix(string(out), "\n"); got != want || code != wantCode {
+				t.Errorf("%s index, key %q: awk printed %q (exit %d, %v); want %q (exit %d)",
+					name, key, got, code, err, want, wantCode)
+			}
 		}
 	}
 }
