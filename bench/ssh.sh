@@ -7,7 +7,8 @@
 #        for any key without a forced command; root's bash would source
 #        ~/.bashrc and measure that instead);
 #      - collab as deploy/sshd/install.sh deploys it (its own unix user,
-#        AuthorizedKeysCommand collab-hook keys-command, ExposeAuthInfo,
+#        the authorized_keys file collab rewrites at every key change, then
+#        AuthorizedKeysCommand keys-command.awk, ExposeAuthInfo,
 #        collab-web running beside it as its unit would):
 #        a one-commit branch push, a refs/for push (a new revision of one
 #        patch each round: one amended commit)
@@ -19,9 +20,10 @@
 #    For each it prints the median wall time, the ratio to the floor and
 #    the server's CPU (user+sys of sshd and everything it ran) per push.
 #    Goals: branch <= 1.10x, refs/for <= 1.20x, clone <= 1.05x.
-# 2. Key lookup: two more sshd processes with the same configuration but
-#    for the forge user's keys, one with the installed AuthorizedKeysCommand,
-#    the other with a plain authorized_keys file holding the same lines;
+# 2. Key lookup: three more sshd processes with the same configuration but
+#    for the forge user's keys: one as installed, one with the
+#    AuthorizedKeysCommand alone (no file), the third with a plain
+#    authorized_keys file holding the same lines in place of both;
 #    interleaved logins running the same verb (whoami). Printed: the
 #    server's CPU per login and the ratio. Goal: <= 1.2x.
 # 3. Without ssh: a stand-in transport (GIT_SSH_COMMAND) that does what sshd
@@ -221,20 +223,26 @@ start_sshd() { # CONFIG PORT NAME → sets sshd_pid, sshd_cg
 }
 start_sshd "$w/sshd_config" "$port" main
 main_pid=$sshd_pid main_cg=$sshd_cg
-# Two more, for part 2 (and the authorized_keys row of part 1): the same
-# configuration, one with the installed AuthorizedKeysCommand, the other
-# with a plain file of the same lines in its place.
+# Three more, for part 2 (and the authorized_keys row of part 1): the same
+# configuration as installed; with the AuthorizedKeysCommand alone (no
+# file); and with a plain file of the same lines, written once by
+# authorized-keys, in place of both.
 dhook authorized-keys > "$w/deploy_keys"
 chmod 644 "$w/deploy_keys"
-sed -e "s|AuthorizedKeysFile none|AuthorizedKeysFile $w/deploy_keys|" -e '/AuthorizedKeysCommand/d' \
+sed -e "s|AuthorizedKeysFile .*|AuthorizedKeysFile $w/deploy_keys|" -e '/AuthorizedKeysCommand/d' \
 	"$w/sshd/collab.conf" > "$w/collab-file.conf"
 sshd_config "$w/collab-file.conf" > "$w/sshd_config_file"
+sed -e "s|AuthorizedKeysFile .*|AuthorizedKeysFile none|" "$w/sshd/collab.conf" > "$w/collab-cmd.conf"
+sshd_config "$w/collab-cmd.conf" > "$w/sshd_config_cmd"
 kport=$(free_port)
 start_sshd "$w/sshd_config" "$kport" keyscmd
 kc_pid=$sshd_pid kc_cg=$sshd_cg
 fport=$(free_port)
 start_sshd "$w/sshd_config_file" "$fport" keysfile
 kf_pid=$sshd_pid kf_cg=$sshd_cg
+cport=$(free_port)
+start_sshd "$w/sshd_config_cmd" "$cport" cmdonly
+ko_pid=$sshd_pid ko_cg=$sshd_cg
 for k in collab plain gitolite deploy; do
 	printf '#!/bin/sh\nexec ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR "$@"\n' \
 		"$w/id_$k" "$w/known_hosts" > "$w/ssh-$k"
@@ -398,16 +406,19 @@ login() { # TARGET PID CG PORT
 for i in $(seq "$N"); do
 	if [ $((i % 2)) = 0 ]; then
 		login keysfile "$kf_pid" "$kf_cg" "$fport"; login keyscmd "$kc_pid" "$kc_cg" "$kport"
+		login cmdonly "$ko_pid" "$ko_cg" "$cport"
 	else
+		login cmdonly "$ko_pid" "$ko_cg" "$cport"
 		login keyscmd "$kc_pid" "$kc_cg" "$kport"; login keysfile "$kf_pid" "$kf_cg" "$fport"
 	fi
 	printf '.' >&2
 done
 echo >&2
-summarise keysfile keyscmd
+summarise keysfile keyscmd cmdonly
 header "login (ssh whoami)"
 row "plain authorized_keys file" keysfile keysfile
-row "AuthorizedKeysCommand (deployed)" keyscmd keysfile
+row "deployed (collab's file, then the command)" keyscmd keysfile
+row "AuthorizedKeysCommand alone (awk)" cmdonly keysfile
 echo "goal: key lookup <= 1.2x the CPU of a plain file ($(ratio "${cpu[keyscmd]}" "${cpu[keysfile]}")x; $(awk -v a="${cpu[keyscmd]}" -v b="${cpu[keysfile]}" 'BEGIN { printf "%+.1f", (a - b) / 1000 }') ms per login)"
 
 # --- 3. per-push cost without ssh -------------------------------------------

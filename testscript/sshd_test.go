@@ -8,13 +8,15 @@ package testscript
 //
 // Commands:
 //
-//	sshd-start [-keys-command]
+//	sshd-start [-keys-command | -keys-file]
 //	    Starts /usr/sbin/sshd -D on a free 127.0.0.1 port with the forge's
 //	    forced commands, and stops it when the script ends. By default sshd
 //	    reads an authorized_keys file written from `collab-hook
 //	    authorized-keys` (run sshd-keys after changing keys or users); with
-//	    -keys-command it asks `collab-hook-fast keys-command %u %t %k` at every
-//	    login instead (the recommended deployment). Sets $SSH_PORT,
+//	    -keys-command it runs deploy/sshd/keys-command.awk at every login
+//	    instead (which hands collab-hook-fast keys-command what the key
+//	    index cannot answer); -keys-file reads $ROOT/collab.db.authorized_keys
+//	    first, then runs the command (install.sh's deployment). Sets $SSH_PORT,
 //	    $SSH_URL (ssh://git@127.0.0.1:PORT), $SSHD_LOG (sshd's own log).
 //	    The forge's `ssh` setting is set to $SSH_URL.
 //	    The test sshd logs every key in as root (PermitRootLogin
@@ -149,13 +151,15 @@ func cmdSSHDStart(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("unsupported: ! sshd-start")
 	}
-	keysCommand := false
+	keysCommand, keysFile := false, false
 	for _, a := range args {
 		switch a {
 		case "-keys-command":
 			keysCommand = true
+		case "-keys-file":
+			keysCommand, keysFile = true, true
 		default:
-			ts.Fatalf("usage: sshd-start [-keys-command]")
+			ts.Fatalf("usage: sshd-start [-keys-command | -keys-file]")
 		}
 	}
 	if ts.Getenv("SSH_PORT") != "" {
@@ -200,8 +204,12 @@ LogLevel VERBOSE
 		ts.Check(err)
 		awk, err := exec.LookPath("awk")
 		ts.Check(err)
-		fmt.Fprintf(&cfg, "AuthorizedKeysFile none\nAuthorizedKeysCommand %s -v bin=%s -v root=%s -v u=%%u -v t=%%t -v k=%%k -f %s\nAuthorizedKeysCommandUser root\n",
-			awk, ts.Getenv("BIN"), ts.Getenv("ROOT"), script)
+		keys := "none"
+		if keysFile {
+			keys = filepath.Join(ts.Getenv("ROOT"), "collab.db.authorized_keys")
+		}
+		fmt.Fprintf(&cfg, "AuthorizedKeysFile %s\nAuthorizedKeysCommand %s -v bin=%s -v root=%s -v u=%%u -v t=%%t -v k=%%k -f %s\nAuthorizedKeysCommandUser root\n",
+			keys, awk, ts.Getenv("BIN"), ts.Getenv("ROOT"), script)
 	} else {
 		fmt.Fprintf(&cfg, "AuthorizedKeysFile %s\n", p.authorizedKeys())
 	}
@@ -568,7 +576,9 @@ func TestDeployInstall(t *testing.T) {
 		return string(out)
 	}
 	user := fmt.Sprintf("collabdeploy%d", os.Getpid()%100000)
-	tmp, err := os.MkdirTemp("", "collab-deploy-")
+	// sshd's StrictModes refuses an authorized_keys file under a
+	// world-writable directory such as /tmp; /run is root's.
+	tmp, err := os.MkdirTemp("/run", "collab-deploy-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +664,7 @@ func TestDeployInstall(t *testing.T) {
 	}
 	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(tmp, "hostkey"))
 	conf := filepath.Join(tmp, "sshd_config")
-	cfg := fmt.Sprintf("ListenAddress 127.0.0.1\nHostKey %s/hostkey\nPidFile %s/sshd.pid\nUsePAM no\nAllowUsers %s\nInclude %s/sshd/collab.conf\n",
+	cfg := fmt.Sprintf("ListenAddress 127.0.0.1\nHostKey %s/hostkey\nPidFile %s/sshd.pid\nUsePAM no\nLogLevel VERBOSE\nAllowUsers %s\nInclude %s/sshd/collab.conf\n",
 		tmp, tmp, user, tmp)
 	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -686,6 +696,11 @@ func TestDeployInstall(t *testing.T) {
 	if out, err := ssh("whoami"); err != nil || !strings.HasPrefix(out, "alice\n") {
 		t.Fatalf("whoami: %v\n%s\nsshd: %s", err, out, sshdLog.String())
 	}
+	// sshd found the key in the file collab keeps, without running a command.
+	authorized := filepath.Join(root, "collab.db.authorized_keys")
+	if !strings.Contains(sshdLog.String(), "found at "+authorized+":") {
+		t.Errorf("sshd did not accept the key from %s:\n%s", authorized, sshdLog.String())
+	}
 	// The installed AuthorizedKeysCommand, run by hand as sshd would, prints
 	// what collab-hook keys-command does: from the index, and without one.
 	snippet, err := os.ReadFile(filepath.Join(tmp, "sshd", "collab.conf"))
@@ -709,8 +724,15 @@ func TestDeployInstall(t *testing.T) {
 	if got := run("runuser", append([]string{"-u", user, "--"}, strings.Fields(keysCmd)...)...); got != want {
 		t.Errorf("%s:\n%q\nwant %q", keysCmd, got, want)
 	}
-	if err := os.Rename(filepath.Join(root, "collab.db.keys"), filepath.Join(tmp, "keys")); err != nil {
-		t.Fatal(err)
+	if b, err := os.ReadFile(authorized); err != nil || !strings.Contains(string(b), want) {
+		t.Errorf("%s: %v\n%s\nwant the line %q", authorized, err, b, want)
+	}
+	// Without the file and the index (a root from before either), the
+	// command asks the database.
+	for _, f := range []string{authorized, filepath.Join(root, "collab.db.keys")} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := run("runuser", append([]string{"-u", user, "--"}, strings.Fields(keysCmd)...)...); got != want {
 		t.Errorf("without the index, %s:\n%q\nwant %q", keysCmd, got, want)
@@ -719,6 +741,9 @@ func TestDeployInstall(t *testing.T) {
 		t.Fatalf("whoami without the index: %v\n%s\nsshd: %s", err, out, sshdLog.String())
 	}
 	hook("init")
+	if _, err := os.Stat(authorized); err != nil {
+		t.Errorf("init did not write the file again: %v", err)
+	}
 	work := filepath.Join(tmp, "work")
 	gitEnv := append(os.Environ(), "GIT_SSH_COMMAND="+sshCmd, "HOME="+tmp, "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@x")

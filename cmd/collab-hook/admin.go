@@ -81,6 +81,10 @@ func configCommand() *cli.Command {
 						return err
 					}
 					return withDB(c, func(root forge.Root, db *store.DB) error {
+						if c.Args().Get(0) == forge.SettingAuthorizedKeys {
+							// The file follows the setting at once.
+							return principals.SetAuthorizedKeys(c.Context, db, c.Args().Get(1))
+						}
 						return db.Write(c.Context, func(tx *sql.Tx) error {
 							return store.SetSetting(c.Context, tx, c.Args().Get(0), c.Args().Get(1))
 						})

@@ -105,6 +105,9 @@ set -- --root "$root" init
 [ -n "$url" ] && set -- "$@" --url "$url"
 [ -n "$ssh" ] && set -- "$@" --ssh "$ssh"
 as_user "$LIBEXEC/collab-hook" "$@"
+# sshd reads ROOT/collab.db.authorized_keys first, which every key change
+# rewrites with the index: a login costs an open, not a process.
+as_user "$LIBEXEC/collab-hook" --root "$root" config set authorized_keys "$LIBEXEC/collab-hook"
 if [ -n "$(ls -A "$root/repos" 2>/dev/null)" ]; then
 	as_user "$LIBEXEC/collab-hook" --root "$root" fsck >/dev/null || say "warning: fsck reported problems; run collab-hook fsck"
 fi

@@ -318,8 +318,9 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 		}
 	}
 	// keys-command reads the key index beside the database, not the
-	// database; a restored root needs its own.
-	if err := principals.WriteKeyIndex(ctx, db); err != nil {
+	// database; a restored root needs its own, and its authorized_keys file
+	// (where turned on) names this binary, as the hook shims do.
+	if err := principals.RestoreKeyFiles(ctx, db, binary); err != nil {
 		return fmt.Errorf("write the key index: %w", err)
 	}
 	syscall.Sync()

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/keyindex"
 	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/ratelimit"
@@ -39,20 +40,24 @@ const (
 	// budget: a bucket of rate_burst writes, refilled at rate_refill a second.
 	SettingRateBurst  = ratelimit.SettingBurst
 	SettingRateRefill = ratelimit.SettingRefill
+	// SettingAuthorizedKeys names the collab-hook of the authorized_keys
+	// file every key change rewrites, or is off (keyindex).
+	SettingAuthorizedKeys = keyindex.SettingAuthorizedKeys
 )
 
 // Settings lists the known setting keys: these and the push limits
 // (pushlimit.Settings).
-var Settings = append([]string{SettingURL, SettingSSH, SettingBusyTimeout, SettingRateBurst, SettingRateRefill},
+var Settings = append([]string{SettingURL, SettingSSH, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys},
 	pushlimit.Settings()...)
 
 // Defaults are what a setting means while it is unset (config get prints
 // them).
 var Defaults = func() map[string]string {
 	d := map[string]string{
-		SettingBusyTimeout: store.DefaultBusyTimeout.String(),
-		SettingRateBurst:   strconv.FormatFloat(ratelimit.DefaultBurst, 'f', -1, 64),
-		SettingRateRefill:  strconv.FormatFloat(ratelimit.DefaultRefill, 'f', -1, 64),
+		SettingBusyTimeout:    store.DefaultBusyTimeout.String(),
+		SettingRateBurst:      strconv.FormatFloat(ratelimit.DefaultBurst, 'f', -1, 64),
+		SettingRateRefill:     strconv.FormatFloat(ratelimit.DefaultRefill, 'f', -1, 64),
+		SettingAuthorizedKeys: keyindex.Off,
 	}
 	for _, k := range pushlimit.Settings() {
 		d[k] = pushlimit.Default(k)
@@ -178,6 +183,8 @@ func CheckSetting(key, value string) error {
 		if err != nil || n < 1 || n > 1e9 || math.IsNaN(n) {
 			return fault.New(fault.Usage, "bad %s %q: want a number of writes from 1 to 1e9", key, value)
 		}
+	case SettingAuthorizedKeys:
+		return keyindex.CheckBinary(value)
 	case SettingRateRefill:
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil || !(n > 0) || n > 1e9 {

@@ -193,3 +193,44 @@ func Answer(c Command, dbPath, typ, blob string) (string, error) {
 	}
 	return c.AuthorizedLine(name, typ+" "+blob)
 }
+
+// SettingAuthorizedKeys is the root setting that turns on the
+// authorized_keys file beside the database (AuthorizedPath): the absolute
+// path of the collab-hook its forced commands run, or "off". sshd reads a
+// file for the price of an open, where even awk is a process start per
+// lookup, twice per login; the file is rewritten with the index, in the
+// same transaction, so it is never behind the database either.
+const SettingAuthorizedKeys = "authorized_keys"
+
+// Off is SettingAuthorizedKeys's value, and its default, for no file.
+const Off = "off"
+
+// AuthorizedPath is the authorized_keys file of the database at dbPath.
+func AuthorizedPath(dbPath string) string { return dbPath + ".authorized_keys" }
+
+// CheckBinary refuses a SettingAuthorizedKeys value that is neither Off
+// nor an absolute path that can go into a forced command.
+func CheckBinary(value string) error {
+	if value == Off {
+		return nil
+	}
+	if _, err := (Command{Binary: value}).ForcedCommand("x"); err != nil {
+		return fault.New(fault.Usage, "bad %s %q: want off or the absolute path of collab-hook", SettingAuthorizedKeys, text.Clip(value))
+	}
+	return nil
+}
+
+// FormatAuthorized renders the authorized_keys file: one line per entry,
+// as Answer prints it.
+func FormatAuthorized(c Command, entries []Entry) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("# Written by collab-hook with every key change (config " + SettingAuthorizedKeys + "); do not edit.\n")
+	for _, e := range entries {
+		l, err := c.AuthorizedLine(e.Principal, e.Type+" "+e.Blob)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.Bytes(), nil
+}

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
@@ -230,7 +233,56 @@ func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
 		return err
 	}
 	// The database's own mode: the forge's user and its group read it.
-	return keyindex.Write(keyindex.Path(dbPath), b, store.FileMode)
+	if err := keyindex.Write(keyindex.Path(dbPath), b, store.FileMode); err != nil {
+		return err
+	}
+	return writeAuthorized(ctx, q, dbPath, es)
+}
+
+// writeAuthorized writes the authorized_keys file where the root's setting
+// names the binary for it, and removes it where not: a file left behind
+// would still let in a key removed since.
+func writeAuthorized(ctx context.Context, q store.Querier, dbPath string, es []keyindex.Entry) error {
+	path := keyindex.AuthorizedPath(dbPath)
+	bin, err := store.Setting(ctx, q, keyindex.SettingAuthorizedKeys)
+	if err != nil {
+		return err
+	}
+	if bin == "" || bin == keyindex.Off {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", path, err)
+		}
+		return nil
+	}
+	b, err := keyindex.FormatAuthorized(Command{Binary: bin, Root: filepath.Dir(dbPath)}, es)
+	if err != nil {
+		return err
+	}
+	return keyindex.Write(path, b, store.FileMode)
+}
+
+// RestoreKeyFiles writes the key index of a restored root, and its
+// authorized_keys file, where the setting turns it on, naming binary.
+func RestoreKeyFiles(ctx context.Context, db *store.DB, binary string) error {
+	on, err := store.Setting(ctx, db.R(), keyindex.SettingAuthorizedKeys)
+	if err != nil {
+		return err
+	}
+	if on == "" || on == keyindex.Off {
+		return WriteKeyIndex(ctx, db)
+	}
+	return SetAuthorizedKeys(ctx, db, binary)
+}
+
+// SetAuthorizedKeys sets the root's authorized_keys setting (the binary,
+// or keyindex.Off) and writes or removes the file in the same transaction.
+func SetAuthorizedKeys(ctx context.Context, db *store.DB, value string) error {
+	if err := keyindex.CheckBinary(value); err != nil {
+		return err
+	}
+	return writeKeys(ctx, db, func(tx *sql.Tx) (bool, error) {
+		return true, store.SetSetting(ctx, tx, keyindex.SettingAuthorizedKeys, value)
+	})
 }
 
 // Owner returns the enabled principal owning the key given as sshd's %t

@@ -3,7 +3,11 @@ package principals
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -267,4 +271,83 @@ func TestKeysCommandIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("alice's key removed", "", "")
+}
+
+// TestAuthorizedKeysFile follows the authorized_keys file through the
+// changes that rewrite the key index: it holds exactly keys-command's line
+// for each key of an enabled principal, and is gone when turned off.
+func TestAuthorizedKeysFile(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now()
+	path := keyindex.AuthorizedPath(db.Path())
+	cmd := Command{Binary: "/x/collab-hook", Root: filepath.Dir(db.Path())}
+	f1, f2 := strings.Fields(edKey), strings.Fields(edKey2)
+	check := func(step string, want ...[]string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if want == nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s: %s exists (%v):\n%s", step, path, err, b)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		var lines []string
+		for _, k := range want {
+			l, err := KeysCommand(ctx, cmd, db.Path(), k[0], k[1])
+			if err != nil || l == "" {
+				t.Fatalf("%s: keys-command %q: %q %v", step, k[1], l, err)
+			}
+			lines = append(lines, l)
+		}
+		sort.Strings(lines)
+		got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(got) == 0 || !strings.HasPrefix(got[0], "# ") || strings.Join(got[1:], "\n") != strings.Join(lines, "\n") {
+			t.Errorf("%s: %s holds\n%s\nwant these lines after a comment:\n%s", step, path, b, strings.Join(lines, "\n"))
+		}
+	}
+	for _, name := range []string{"alice", "bob"} {
+		if err := Add(ctx, db, name, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SetAuthorizedKeys(ctx, db, "collab-hook"); fault.KindOf(err) != fault.Usage {
+		t.Errorf("a relative binary: %v, want a usage error", err)
+	}
+	k1, _, err := AddKey(ctx, db, "alice", edKey, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("off by default")
+	if err := SetAuthorizedKeys(ctx, db, "/x/collab-hook"); err != nil {
+		t.Fatal(err)
+	}
+	check("turned on", f1)
+	k2, _, err := AddKey(ctx, db, "bob", edKey2, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("bob's key added", f1, f2)
+	if err := SetDisabled(ctx, db, "alice", true); err != nil {
+		t.Fatal(err)
+	}
+	check("alice disabled", f2)
+	if err := SetDisabled(ctx, db, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RemoveKey(ctx, db, k2.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	check("bob's key removed", f1)
+	if _, err := RemoveKey(ctx, db, k1.Fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	check("alice's key removed", [][]string{}...)
+	if err := SetAuthorizedKeys(ctx, db, keyindex.Off); err != nil {
+		t.Fatal(err)
+	}
+	check("turned off")
 }
