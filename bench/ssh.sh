@@ -417,7 +417,7 @@ echo >&2
 summarise keysfile keyscmd cmdonly
 header "login (ssh whoami)"
 row "plain authorized_keys file" keysfile keysfile
-row "deployed (collab's file, then the command)" keyscmd keysfile
+row "deployed (collab's file, then command)" keyscmd keysfile
 row "AuthorizedKeysCommand alone (awk)" cmdonly keysfile
 echo "goal: key lookup <= 1.2x the CPU of a plain file ($(ratio "${cpu[keyscmd]}" "${cpu[keysfile]}")x; $(awk -v a="${cpu[keyscmd]}" -v b="${cpu[keysfile]}" 'BEGIN { printf "%+.1f", (a - b) / 1000 }') ms per login)"
 
