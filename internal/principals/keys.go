@@ -236,19 +236,21 @@ func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
 	if err := keyindex.Write(keyindex.Path(dbPath), b, store.FileMode); err != nil {
 		return err
 	}
-	return writeAuthorized(ctx, q, dbPath, es)
+	return writeAuthorized(ctx, q, dbPath, es, keyindex.MaxAuthorized)
 }
 
 // writeAuthorized writes the authorized_keys file where the root's setting
-// names the binary for it, and removes it where not: a file left behind
-// would still let in a key removed since.
-func writeAuthorized(ctx context.Context, q store.Querier, dbPath string, es []keyindex.Entry) error {
+// names the binary for it and there are at most max keys, and removes it
+// where not: a file left behind would still let in a key removed since,
+// and past max, sshd's parse of every line costs a login more than the
+// command (keyindex.MaxAuthorized).
+func writeAuthorized(ctx context.Context, q store.Querier, dbPath string, es []keyindex.Entry, max int) error {
 	path := keyindex.AuthorizedPath(dbPath)
 	bin, err := store.Setting(ctx, q, keyindex.SettingAuthorizedKeys)
 	if err != nil {
 		return err
 	}
-	if bin == "" || bin == keyindex.Off {
+	if bin == "" || bin == keyindex.Off || len(es) > max {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", path, err)
 		}

@@ -351,3 +351,26 @@ func TestAuthorizedKeysFile(t *testing.T) {
 	}
 	check("turned off")
 }
+
+// TestAuthorizedKeysFileMax: past the most keys the file holds, there is no
+// file, and sshd asks the command.
+func TestAuthorizedKeysFileMax(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	path := keyindex.AuthorizedPath(db.Path())
+	if err := SetAuthorizedKeys(ctx, db, "/x/collab-hook"); err != nil {
+		t.Fatal(err)
+	}
+	es := []keyindex.Entry{{Type: "ssh-ed25519", Blob: "AAAAone", Principal: "alice"}, {Type: "ssh-ed25519", Blob: "AAAAtwo", Principal: "bob"}}
+	for _, tc := range []struct {
+		max    int
+		exists bool
+	}{{2, true}, {1, false}, {2, true}} {
+		if err := writeAuthorized(ctx, db.R(), db.Path(), es, tc.max); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(path); (err == nil) != tc.exists {
+			t.Errorf("2 keys, at most %d: file exists = %v, want %v", tc.max, err == nil, tc.exists)
+		}
+	}
+}
