@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -107,24 +108,34 @@ func TestScript(t *testing.T) {
 	}
 }
 
-// A hook serve cannot take (here: not a grandchild) runs collab-hook-fast
-// with its stdin, stdout and stderr, as the shims would.
-func TestScriptFallback(t *testing.T) {
-	_, path := scripts(t, "post-receive", "/forge root's", "echo \"fast $*\"\ncat\necho err >&2\nexit 5\n")
+// unserved starts a ScriptServer whose handler must not run, for a hook
+// that goes to collab-hook-fast: the files a hook gets at fds 3 to 8 (the
+// pipes at 7 and 8), and stop, which closes the server and says whether
+// the handler ran.
+func unserved(t *testing.T) (extra []*os.File, stop func() (served bool)) {
+	t.Helper()
 	child, s, err := Pipes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	ran := false
-	go s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran = true; return 0 })
+	t.Cleanup(s.Close)
+	var ran atomic.Bool
+	go s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran.Store(true); return 0 })
+	return []*os.File{nil, nil, nil, nil, child[0], child[1]}, func() bool { s.Close(); return ran.Load() }
+}
+
+// A hook serve cannot take (here: not a grandchild) runs collab-hook-fast
+// with its stdin, stdout and stderr, as the shims would.
+func TestScriptFallback(t *testing.T) {
+	_, path := scripts(t, "post-receive", "/forge root's", "echo \"fast $*\"\ncat\necho err >&2\nexit 5\n")
+	extra, stop := unserved(t)
 	cmd := exec.Command(path) // a child: its grandparent is not this process
 	cmd.Stdin = strings.NewReader("lines\n")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
-	err = cmd.Run()
-	s.Close()
+	cmd.ExtraFiles = extra
+	err := cmd.Run()
+	ran := stop()
 	if cmd.ProcessState.ExitCode() != 5 || out.String() != "fast --root /forge root's hook post-receive\nlines\n" || errb.String() != "err\n" || ran {
 		t.Fatalf("%v, stdout %q, stderr %q, served %v", err, out.String(), errb.String(), ran)
 	}
@@ -199,20 +210,14 @@ func TestScriptNotPipe(t *testing.T) {
 	if _, err := out.WriteString("kept\n"); err != nil {
 		t.Fatal(err)
 	}
-	child, s, err := Pipes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ran := false
-	go s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran = true; return 0 })
+	extra, stop := unserved(t)
 	cmd := exec.Command("/bin/sh", "-c", `"$0"; exit $?`, path)
 	cmd.Stdout = out
-	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	cmd.ExtraFiles = extra
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	ran := stop()
 	b, err := os.ReadFile(out.Name())
 	if err != nil || string(b) != "kept\nfast --root "+dir+" hook pre-receive\n" || ran {
 		t.Fatalf("out %q, %v, served %v", b, err, ran)
