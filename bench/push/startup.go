@@ -30,7 +30,9 @@ import (
 // process that answers at once, so only the hook's own cost counts); then
 // collab-hook (SQLite linked) doing the same, a post-receive with
 // nothing to do and serve refusing a malformed principal before it opens
-// anything. Goal: <= 1.5x.
+// anything. Goal: <= 1.5x. A program that only links modernc.org/sqlite
+// (./sqlitefloor) shows the floor under any process that opens the
+// database, serve among them.
 // It also prints collab-hook's package inits (GODEBUG=inittrace=1).
 func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 	empty := filepath.Join(w, "empty")
@@ -38,10 +40,13 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		return nil, err
 	}
-	build := exec.Command("go", "build", "-o", empty, src)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build empty: %v: %s", err, out)
+	floor := filepath.Join(w, "sqlitefloor")
+	for _, b := range [][2]string{{empty, src}, {floor, "github.com/collab-forge/collab/bench/push/sqlitefloor"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v: %s", filepath.Base(b[0]), err, out)
+		}
 	}
 	keyFile := filepath.Join(w, "id_startup")
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", keyFile).CombinedOutput(); err != nil {
@@ -100,6 +105,7 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 	direct := filepath.Join(hookdir.Dir(root), "pre-receive")
 	procs := []proc{
 		{"empty static Go binary", []string{empty}, "", nil, nil},
+		{"empty, linking modernc.org/sqlite", []string{floor}, "", nil, nil},
 		{"collab-hook-fast hook pre-receive, stamped", []string{fast, "--root", root, "hook", "pre-receive"}, update, stamped, nil},
 		{"collab-hook-fast as ROOT/hooks/pre-receive", []string{direct}, update, stamped, []*os.File{child, prog}},
 		{"collab-hook-fast keys-command (key index)", []string{fast, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil, nil},
