@@ -256,7 +256,9 @@ func (h Handoff) Pass(updates []pushcheck.Update, getenv func(string) string, sh
 			p.Skipped = true
 		}
 	}
-	p.Prefetch = !idle && pushcheck.MovesBranches(updates) || pushcheck.HasFor(updates)
+	// A gate that would not shut leaves post-receive to run: its reads
+	// start as for any push that has one.
+	p.Prefetch = !p.Skipped && pushcheck.MovesBranches(updates) || pushcheck.HasFor(updates)
 	return p
 }
 

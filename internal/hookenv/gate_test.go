@@ -190,7 +190,7 @@ func TestPass(t *testing.T) {
 	}{
 		{"no list handed off: the gate stays open", nil, topic, nil, Passed{Prefetch: true}, false},
 		{"a branch nothing follows: shut", map[string]Followed{}, topic, nil, Passed{Skipped: true}, true},
-		{"a gate that will not shut", map[string]Followed{}, topic, broken, Passed{ShutErr: broken}, true},
+		{"a gate that will not shut: post-receive runs, its reads start", map[string]Followed{}, topic, broken, Passed{ShutErr: broken, Prefetch: true}, true},
 		{"refs/for: shut, and proc-receive's reads start", map[string]Followed{}, forMain, nil, Passed{Skipped: true, Prefetch: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
