@@ -672,8 +672,18 @@ func TestDeployInstall(t *testing.T) {
 	_ = os.MkdirAll("/run/sshd", 0o755)
 	run("/usr/sbin/sshd", "-t", "-f", conf, "-p", strconv.Itoa(port))
 	sshd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf, "-p", strconv.Itoa(port))
-	var sshdLog bytes.Buffer
-	sshd.Stderr = &sshdLog
+	// sshd writes its log straight into a file, as sshd-start's does: read
+	// after a login, it holds that login's lines, with no copy in between.
+	logFile, err := os.Create(filepath.Join(tmp, "sshd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	sshd.Stderr = logFile
+	sshdLog := func() string {
+		b, _ := os.ReadFile(logFile.Name())
+		return string(b)
+	}
 	if err := sshd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -684,7 +694,7 @@ func TestDeployInstall(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sshd did not start: %s", sshdLog.String())
+			t.Fatalf("sshd did not start: %s", sshdLog())
 		}
 	}
 	sshCmd := fmt.Sprintf("ssh -F /dev/null -i %s -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR", key)
@@ -694,12 +704,12 @@ func TestDeployInstall(t *testing.T) {
 		return string(out), err
 	}
 	if out, err := ssh("whoami"); err != nil || !strings.HasPrefix(out, "alice\n") {
-		t.Fatalf("whoami: %v\n%s\nsshd: %s", err, out, sshdLog.String())
+		t.Fatalf("whoami: %v\n%s\nsshd: %s", err, out, sshdLog())
 	}
 	// sshd found the key in the file collab keeps, without running a command.
 	authorized := filepath.Join(root, "collab.db.authorized_keys")
-	if !strings.Contains(sshdLog.String(), "found at "+authorized+":") {
-		t.Errorf("sshd did not accept the key from %s:\n%s", authorized, sshdLog.String())
+	if !strings.Contains(sshdLog(), "found at "+authorized+":") {
+		t.Errorf("sshd did not accept the key from %s:\n%s", authorized, sshdLog())
 	}
 	// The installed AuthorizedKeysCommand, run by hand as sshd would, prints
 	// what collab-hook keys-command does: from the index, and without one.
@@ -738,7 +748,7 @@ func TestDeployInstall(t *testing.T) {
 		t.Errorf("without the index, %s:\n%q\nwant %q", keysCmd, got, want)
 	}
 	if out, err := ssh("whoami"); err != nil || !strings.HasPrefix(out, "alice\n") {
-		t.Fatalf("whoami without the index: %v\n%s\nsshd: %s", err, out, sshdLog.String())
+		t.Fatalf("whoami without the index: %v\n%s\nsshd: %s", err, out, sshdLog())
 	}
 	hook("init")
 	if _, err := os.Stat(authorized); err != nil {
