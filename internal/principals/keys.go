@@ -246,11 +246,11 @@ func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
 // command (keyindex.MaxAuthorized).
 func writeAuthorized(ctx context.Context, q store.Querier, dbPath string, es []keyindex.Entry, max int) error {
 	path := keyindex.AuthorizedPath(dbPath)
-	bin, err := store.Setting(ctx, q, keyindex.SettingAuthorizedKeys)
+	bin, err := authorizedBinary(ctx, q)
 	if err != nil {
 		return err
 	}
-	if bin == "" || bin == keyindex.Off || len(es) > max {
+	if bin == "" || len(es) > max {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", path, err)
 		}
@@ -266,14 +266,24 @@ func writeAuthorized(ctx context.Context, q store.Querier, dbPath string, es []k
 // RestoreKeyFiles writes the key index of a restored root, and its
 // authorized_keys file, where the setting turns it on, naming binary.
 func RestoreKeyFiles(ctx context.Context, db *store.DB, binary string) error {
-	on, err := store.Setting(ctx, db.R(), keyindex.SettingAuthorizedKeys)
+	bin, err := authorizedBinary(ctx, db.R())
 	if err != nil {
 		return err
 	}
-	if on == "" || on == keyindex.Off {
+	if bin == "" {
 		return WriteKeyIndex(ctx, db)
 	}
 	return SetAuthorizedKeys(ctx, db, binary)
+}
+
+// authorizedBinary is the collab-hook the root's authorized_keys setting
+// names, or "" where the file is off (unset, or keyindex.Off).
+func authorizedBinary(ctx context.Context, q store.Querier) (string, error) {
+	bin, err := store.Setting(ctx, q, keyindex.SettingAuthorizedKeys)
+	if err != nil || bin == keyindex.Off {
+		return "", err
+	}
+	return bin, nil
 }
 
 // SetAuthorizedKeys sets the root's authorized_keys setting (the binary,
