@@ -180,11 +180,17 @@ func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m 
 
 // backupRepo copies one repository: everything but its refs, which are
 // written from the snapshot, and the caches that could name objects the
-// copy lacks (commit-graph, multi-pack-index, bitmaps).
+// copy lacks (commit-graph, multi-pack-index, bitmaps). The copy has the
+// stock layout, its objects in objects/ (repos.ObjectStore is how collab
+// serves a repository, which restore makes again).
 func backupRepo(ctx context.Context, root forge.Root, dir, key string, refs map[string]string, st *stats) error {
 	src, err := reponame.Dir(root.ReposDir(), key)
 	if err != nil {
 		return err
+	}
+	objects, err := filepath.EvalSymlinks(filepath.Join(src, "objects"))
+	if err != nil {
+		return fmt.Errorf("find the objects of %s: %w", reponame.Display(key), err)
 	}
 	dst := filepath.Join(dir, "repos", filepath.FromSlash(key))
 	if err := copyTree(src, dst, skipInBackup, st); err != nil {
@@ -193,22 +199,23 @@ func backupRepo(ctx context.Context, root forge.Root, dir, key string, refs map[
 	if err := writeRefs(dst, refs); err != nil {
 		return err
 	}
-	return completeObjects(ctx, src, dst, st)
+	return copyObjects(ctx, objects, dst, st)
 }
 
-// completeObjects makes sure every object a ref of dst reaches is there:
-// git gc may have packed objects and pruned their loose copies between the
-// walk and the copy. Each round looks at src's objects as they are now and
-// copies what dst lacks.
-func completeObjects(ctx context.Context, src, dst string, st *stats) error {
+// copyObjects copies the objects directory objects into dst's, until
+// every object a ref of dst reaches is there: git gc may have packed
+// objects and pruned their loose copies between the walk and the copy.
+// Each round looks at the objects as they are now and copies what dst
+// lacks.
+func copyObjects(ctx context.Context, objects, dst string, st *stats) error {
 	g := git.Open(dst)
 	var last error
 	for round := 0; round < 5; round++ {
+		if err := copyTree(objects, filepath.Join(dst, "objects"), skipObjectCaches, st); err != nil {
+			return err
+		}
 		if last = g.CheckConnectivity(ctx); last == nil {
 			return nil
-		}
-		if err := copyTree(filepath.Join(src, "objects"), filepath.Join(dst, "objects"), skipObjectCaches, st); err != nil {
-			return err
 		}
 	}
 	return fmt.Errorf("objects still missing after copying again: %w", last)
@@ -240,17 +247,18 @@ func writeRefs(dst string, refs map[string]string) error {
 
 // skipInBackup leaves out of a repository's copy: its refs and reflogs
 // (the snapshot's refs replace them), lock files and gc's bookkeeping,
-// pushes still in quarantine and half-written packs, and the caches that
-// can name objects newer than the snapshot.
+// and its objects, which copyObjects copies.
 func skipInBackup(rel string, d fs.DirEntry) bool {
 	switch rel {
-	case "refs", "logs", "packed-refs", "FETCH_HEAD", "gc.pid", "gc.log":
+	case "refs", "logs", "packed-refs", "FETCH_HEAD", "gc.pid", "gc.log", "objects", repos.ObjectStore:
 		return true
 	}
-	return strings.HasSuffix(rel, ".lock") || skipObjectCaches(strings.TrimPrefix(rel, "objects/"), d)
+	return strings.HasSuffix(rel, ".lock")
 }
 
-// skipObjectCaches is skipInBackup within objects/.
+// skipObjectCaches leaves out of the objects' copy pushes still in
+// quarantine and half-written packs, and the caches that can name
+// objects newer than the snapshot.
 func skipObjectCaches(rel string, d fs.DirEntry) bool {
 	base := filepath.Base(rel)
 	switch {

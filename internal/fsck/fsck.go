@@ -193,6 +193,9 @@ func (c *Checker) repo(ctx context.Context, key string) error {
 		return nil
 	}
 	g := git.Open(dir)
+	if err := c.objects(name, dir); err != nil {
+		return err
+	}
 	if err := c.hooks(ctx, name, dir, g); err != nil {
 		return err
 	}
@@ -200,6 +203,29 @@ func (c *Checker) repo(ctx context.Context, key string) error {
 		return err
 	}
 	return c.mergeScan(ctx, name, key, g)
+}
+
+// objects moves a repository's objects to repos.ObjectStore where they
+// are still in objects/ (a repository made before collab did so).
+func (c *Checker) objects(name, dir string) error {
+	if !repos.Unrelocated(dir) {
+		return nil
+	}
+	const found = "objects/ is not yet the link to " + repos.ObjectStore + "/: each push's connectivity check starts a process"
+	if c.DryRun {
+		c.problem(true, "%s: %s", name, found)
+		return nil
+	}
+	moved, err := repos.Relocate(dir)
+	if err != nil {
+		return err
+	}
+	// A filesystem that cannot swap the names keeps the stock layout,
+	// which works: nothing to report.
+	if moved {
+		c.problem(true, "%s: %s; moved", name, found)
+	}
+	return nil
 }
 
 // hooks checks the shims (present, current, executable) and the git

@@ -19,7 +19,8 @@ import (
 // leave out an object the pushed commit needs: each is refused and main
 // stays. A pack that leaves out only a parent the repository holds under
 // refs/collab/ (hidden from --all) is complete, and accepted, as is the
-// whole pack.
+// whole pack. The same holds with the objects in ObjectStore, where git
+// lists no alternate refs at all.
 func TestConnectivityCheck(t *testing.T) {
 	w := t.TempDir()
 	client := filepath.Join(w, "client")
@@ -50,26 +51,39 @@ func TestConnectivityCheck(t *testing.T) {
 		{"parent hidden", true, objects(tip), true},
 		{"no blob, parent hidden", true, objects(tip)[:2], false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			bare := filepath.Join(t.TempDir(), "r.git")
-			gitIn(t, w, "init", "-q", "--bare", "-b", "main", bare)
-			for _, kv := range Config() {
-				gitIn(t, bare, "config", kv[0], kv[1])
-			}
-			gitIn(t, client, "push", "-q", bare, base+":refs/heads/main")
-			if tc.revision {
-				gitIn(t, bare, "fetch", "-q", client, parent+":refs/collab/patches/ab/rev/"+parent)
-			}
-			report := pushPack(t, bare, client, base, tip, tc.send)
-			if got := strings.Contains(report, "ok refs/heads/main"); got != tc.ok {
-				t.Fatalf("accepted %v, want %v; receive-pack said:\n%s", got, tc.ok, report)
-			}
-			head := strings.TrimSpace(gitIn(t, bare, "rev-parse", "refs/heads/main"))
-			if want := map[bool]string{true: tip, false: base}[tc.ok]; head != want {
-				t.Fatalf("main is %s, want %s", head, want)
-			}
-		})
+		for _, relocated := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/relocated=%v", tc.name, relocated), func(t *testing.T) {
+				bare := configured(t, w, relocated)
+				gitIn(t, client, "push", "-q", bare, base+":refs/heads/main")
+				if tc.revision {
+					gitIn(t, bare, "fetch", "-q", client, parent+":refs/collab/patches/ab/rev/"+parent)
+				}
+				report := pushPack(t, bare, client, base, tip, tc.send)
+				if got := strings.Contains(report, "ok refs/heads/main"); got != tc.ok {
+					t.Fatalf("accepted %v, want %v; receive-pack said:\n%s", got, tc.ok, report)
+				}
+				head := strings.TrimSpace(gitIn(t, bare, "rev-parse", "refs/heads/main"))
+				if want := map[bool]string{true: tip, false: base}[tc.ok]; head != want {
+					t.Fatalf("main is %s, want %s", head, want)
+				}
+			})
+		}
 	}
+}
+
+// configured makes a bare repository with Config, its objects relocated
+// to ObjectStore or not.
+func configured(t *testing.T, w string, relocated bool) string {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "r.git")
+	gitIn(t, w, "init", "-q", "--bare", "-b", "main", bare)
+	for _, kv := range Config() {
+		gitIn(t, bare, "config", kv[0], kv[1])
+	}
+	if relocated {
+		mustRelocate(t, bare)
+	}
+	return bare
 }
 
 // pushPack runs receive-pack in bare and asks it to move main from old to

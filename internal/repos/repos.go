@@ -122,9 +122,12 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 }
 
 // Configure writes collab's git configuration and hook shims into dir,
-// and the root's hooks directory (hookdir). fsck calls it to repair a
-// repository.
+// and the root's hooks directory (hookdir), and moves its objects to
+// ObjectStore (Relocate). fsck calls it to repair a repository.
 func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
+	if _, err := Relocate(dir); err != nil {
+		return err
+	}
 	g := git.Open(dir)
 	for _, kv := range gitConfig {
 		if _, err := g.Run(ctx, nil, "config", kv[0], kv[1]); err != nil {

@@ -17,7 +17,7 @@ func codeFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	work := filepath.Join(t.TempDir(), "w")
 	bare := filepath.Join(f.root.ReposDir(), "org", "demo.git")
-	git(t, "", "clone", "-q", "-b", "main", bare, work)
+	git(t, "", "clone", "-q", "--no-local", "-b", "main", bare, work)
 	files := map[string]string{
 		"README.md":                       "# Demo\n\nSee *docs*.\n",
 		"src/main.go":                     "package main\n\n// main says hi\nfunc main() { println(\"hi\") }\n",

@@ -27,7 +27,7 @@ func TestSubmitForm(t *testing.T) {
 	bare := filepath.Join(f.root.ReposDir(), "org", "demo.git")
 	// A patch of one commit off main, as alice pushed it.
 	work := t.TempDir()
-	git(t, work, "clone", "-q", bare, ".")
+	git(t, work, "clone", "-q", "--no-local", bare, ".")
 	if err := os.WriteFile(filepath.Join(work, "b.txt"), []byte("b\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
