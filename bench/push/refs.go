@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/collab-forge/collab/internal/repos"
 )
 
 // looseRefs measures the connectivity check git runs after every push
@@ -17,8 +19,10 @@ import (
 // in every collab repository: loose or packed (git pack-refs --all), and
 // with or without core.alternateRefsPrefixes (which keeps --alternate-refs
 // from listing them) or core.alternateRefsCommand=true (which lists
-// nothing, and is what collab sets; see internal/repos), against the same
-// repository without those refs. Interleaved one-commit branch pushes, no hooks.
+// nothing, and is what collab sets; see internal/repos), and with the
+// objects behind the link collab keeps them behind, where git lists no
+// alternate refs at all (repos.ObjectStore), against the same repository
+// without those refs. Interleaved one-commit branch pushes, no hooks.
 func looseRefs(w string, env []string, nrefs, n int) ([]string, error) {
 	work := filepath.Join(w, "refs-work")
 	run := func(dir string, stdin []byte, name string, args ...string) error {
@@ -42,17 +46,20 @@ func looseRefs(w string, env []string, nrefs, n int) ([]string, error) {
 		name       string
 		refs, pack bool
 		config     [2]string // set in the repository, if any
+		link       bool      // objects in repos.ObjectStore
 	}
 	prefixes := [2]string{"core.alternateRefsPrefixes", "refs/heads refs/tags"}
 	command := [2]string{"core.alternateRefsCommand", "true"}
 	variants := []variant{
-		{"no revision refs", false, false, command},
-		{"loose", true, false, [2]string{}},
-		{"packed", true, true, [2]string{}},
-		{"loose, alternateRefsPrefixes", true, false, prefixes},
-		{"packed, alternateRefsPrefixes", true, true, prefixes},
-		{"loose, alternateRefsCommand", true, false, command},
-		{"packed, alternateRefsCommand", true, true, command},
+		{"no revision refs", false, false, command, false},
+		{"loose", true, false, [2]string{}, false},
+		{"packed", true, true, [2]string{}, false},
+		{"loose, alternateRefsPrefixes", true, false, prefixes, false},
+		{"packed, alternateRefsPrefixes", true, true, prefixes, false},
+		{"loose, alternateRefsCommand", true, false, command, false},
+		{"packed, alternateRefsCommand", true, true, command, false},
+		{"no revision refs, objects link", false, false, command, true},
+		{"packed, objects link", true, true, command, true},
 	}
 	if err := run(w, nil, "git", "init", "-q", "-b", "main", work); err != nil {
 		return nil, err
@@ -81,6 +88,11 @@ func looseRefs(w string, env []string, nrefs, n int) ([]string, error) {
 		if v.pack {
 			if err := run(d, nil, "git", "pack-refs", "--all"); err != nil {
 				return nil, err
+			}
+		}
+		if v.link {
+			if moved, err := repos.Relocate(d); err != nil || !moved {
+				return nil, fmt.Errorf("relocate %s: %v (moved %v)", d, err, moved)
 			}
 		}
 		if err := run(work, nil, "git", "push", "-q", d, "HEAD:main"); err != nil {

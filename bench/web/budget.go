@@ -130,7 +130,7 @@ func (f *budgetForge) setup(ctx context.Context) error {
 	client := filepath.Join(f.work, "client")
 	env := f.gitEnv()
 	steps := [][]string{
-		{"clone", "-q", f.repo, client},
+		{"clone", "-q", "--no-local", f.repo, client},
 	}
 	for _, s := range steps {
 		if err := f.run("git", env, f.work, s...); err != nil {
