@@ -379,7 +379,7 @@ func TestOperationsDoc(t *testing.T) {
 	script := strings.NewReplacer("/var/backups/collab", filepath.Join(tmp, "backups"), "/srv/collab-restored", filepath.Join(tmp, "restored")).
 		Replace(strings.Join(blocks, "\n"))
 	out := sh(script)
-	for _, want := range []string{"backup: database and refs of 1 repositories", "restore: ", "fsck: 0 problems found", "issue [0-9a-f]{40} filed"} {
+	for _, want := range []string{"backup: database and refs of 1 repositories", "restore: ", "fsck: 0 problems found", "Cloning into .demo.", "issue [0-9a-f]{40} filed"} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("output of docs/operations.md's commands lacks %q:\n%s", want, out)
 		}
