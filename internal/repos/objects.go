@@ -19,7 +19,7 @@ import (
 // which lists none, see gitConfig). It does so only for an alternate
 // whose real path ends in "/objects" (refs_from_alternate_cb in git's
 // transport.c); with the directory named odb git passes it by, and the
-// check knows the same tips as with `true`, without the process: 5-6 ms
+// check knows the same tips as with `true`, without the process: 5-9 ms
 // of each push on the machines collab is measured on (docs/push.md).
 //
 // The price: git refuses a local clone (git clone PATH, which hard-links
