@@ -3,7 +3,6 @@ package repos
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -50,10 +49,10 @@ func Relocate(dir string) (moved bool, err error) {
 	}
 	objects, store := filepath.Join(dir, "objects"), filepath.Join(dir, ObjectStore)
 	// The link is made under the store's name, leading to itself until the
-	// swap gives each name the other's file. One a killed run left is made
-	// again; a directory there is not collab's to remove.
-	if st, err := os.Lstat(store); err == nil {
-		if st.Mode()&fs.ModeSymlink == 0 {
+	// swap gives each name the other's file. One a killed run left (a link
+	// to itself) is made again; anything else there is not collab's.
+	if _, err := os.Lstat(store); err == nil {
+		if target, err := os.Readlink(store); err != nil || target != ObjectStore {
 			return false, fmt.Errorf("relocate %s: %s is there already", objects, store)
 		}
 		if err := os.Remove(store); err != nil {

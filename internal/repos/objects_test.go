@@ -28,6 +28,9 @@ func TestRelocate(t *testing.T) {
 			}
 			symlink(t, elsewhere, filepath.Join(dir, "objects"))
 		}, false, false, "link"},
+		{"someone else's link in the store's place", func(t *testing.T, dir string) {
+			symlink(t, t.TempDir(), filepath.Join(dir, ObjectStore))
+		}, false, true, "stock"},
 		{"a directory in the store's place", func(t *testing.T, dir string) {
 			if err := os.Mkdir(filepath.Join(dir, ObjectStore), 0o750); err != nil {
 				t.Fatal(err)
