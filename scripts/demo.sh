@@ -103,6 +103,9 @@ hook() { "$bin/collab-hook" --root "$root" "$@"; }
 hook init --url "$web_url" --ssh "$ssh_url" >/dev/null
 hook config set url "$web_url"
 hook config set ssh "$ssh_url"
+# Pages show git daemon's URL with its port: on git's default port another
+# forge's daemon may answer for the same name.
+hook config set git_url "git://127.0.0.1:$git_port"
 [ -f "$dir/id_demo" ] || ssh-keygen -q -t ed25519 -N '' -C demo@collab -f "$dir/id_demo"
 hook user add demo >/dev/null 2>&1 || true
 hook key add demo "$(cat "$dir/id_demo.pub")" >/dev/null
@@ -111,7 +114,9 @@ if [ ! -d "$root/repos/demo.git" ]; then
 	src=$(mktemp -d)
 	git -C "$src" init -q -b main
 	printf '# demo\n\nA repository to try collab with.\n' > "$src/README.md"
-	git -C "$src" add README.md
+	# Gerrit's git-review reads its host, port and branch here.
+	printf '[gerrit]\nhost=127.0.0.1\nport=%s\nproject=demo.git\ndefaultbranch=main\n' "$ssh_port" > "$src/.gitreview"
+	git -C "$src" add README.md .gitreview
 	git -C "$src" -c user.name=Demo -c user.email=demo@collab commit -q -m "Start the demo"
 	git -C "$src" push -q "$root/repos/demo.git" HEAD:refs/heads/main
 	# git init --bare names HEAD after the machine's init.defaultBranch.
@@ -165,7 +170,12 @@ cat > "$dir/bin/ssh" <<EOT
 # ssh as the demo principal, with the demo sshd's host key
 exec /usr/bin/ssh -F /dev/null -i "$dir/id_demo" -o IdentitiesOnly=yes -o UserKnownHostsFile="$dir/known_hosts" -o StrictHostKeyChecking=yes -o LogLevel=ERROR "\$@"
 EOT
-chmod +x "$dir/bin/ssh"
+# scp runs /usr/bin/ssh unless told -S: git-review fetches the hook by scp.
+cat > "$dir/bin/scp" <<EOT
+#!/bin/sh
+exec /usr/bin/scp -F /dev/null -S "$dir/bin/ssh" "\$@"
+EOT
+chmod +x "$dir/bin/ssh" "$dir/bin/scp"
 rm -f "$dir/ssh" "$dir/authorized_keys"
 
 : > "$dir/pids"
@@ -215,6 +225,8 @@ Try, from another shell:
   echo review >> README.md && git commit -qam 'Something to review' && git push origin HEAD:refs/for/main
   ssh -p $ssh_port $me@127.0.0.1 "issue new demo --title 'Two words'"
   ssh -p $ssh_port $me@127.0.0.1 issue list demo
+  git checkout -q -b via-review origin/main && git review -s
+  echo gerrit >> README.md && git commit -qam 'Through git-review' && git review
   git clone git://127.0.0.1:$git_port/demo.git ../demo-anon
   curl -s $web_url/healthz
 

@@ -782,8 +782,8 @@ func TestDeployInstall(t *testing.T) {
 
 // TestDemo runs scripts/demo.sh (what make demo runs) in the background,
 // then tries the commands it prints: clone and push over its sshd, a
-// refs/for push, an issue over ssh, an anonymous clone from its git daemon
-// and the web's /healthz; then --stop.
+// refs/for push, an issue over ssh, git review, an anonymous clone from its
+// git daemon and the web's /healthz; then --stop.
 func TestDemo(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -849,8 +849,13 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the printed commands failed: %v\n%s\n---\n%s", err, strings.Join(script, "\n"), res)
 	}
-	for _, want := range []string{"hello demo", "HEAD -> main", "patch [0-9a-f]{40} revision 1", "issue [0-9a-f]{40} filed",
-		"Two words", "Try collab", "ok", "README.md"} {
+	// git review (Gerrit's client) works with nothing but what the demo
+	// printed: the repository's .gitreview, the demo's ssh and scp.
+	if n := len(regexp.MustCompile(`patch [0-9a-f]{40} revision 1`).FindAll(res, -1)); n != 2 {
+		t.Errorf("want 2 patches (git push, git review), got %d:\n%s", n, res)
+	}
+	for _, want := range []string{"hello demo", "HEAD -> main", "issue [0-9a-f]{40} filed", "gitreview.username",
+		"Creating a git remote called 'gerrit'", "Two words", "Try collab", "ok", "README.md"} {
 		if !regexp.MustCompile(want).Match(res) {
 			t.Errorf("output of the printed commands lacks %q:\n%s", want, res)
 		}

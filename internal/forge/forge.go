@@ -34,6 +34,10 @@ const DefaultDir = layout.DefaultRoot
 const (
 	SettingURL = "url" // the web UI's base URL, for links printed to pushers
 	SettingSSH = "ssh" // how users reach the forge, for printed hints
+	// SettingGitURL is the anonymous git:// base pages show (git daemon's
+	// host and port); without it they guess the web host on port 9418,
+	// which clones another forge's repository where one listens there.
+	SettingGitURL = "git_url"
 	// SettingBusyTimeout bounds one request's wait for the writer lock.
 	SettingBusyTimeout = store.SettingBusyTimeout
 	// SettingRateBurst and SettingRateRefill are each principal's write
@@ -47,7 +51,7 @@ const (
 
 // Settings lists the known setting keys: these and the push limits
 // (pushlimit.Settings).
-var Settings = append([]string{SettingURL, SettingSSH, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys},
+var Settings = append([]string{SettingURL, SettingSSH, SettingGitURL, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys},
 	pushlimit.Settings()...)
 
 // Defaults are what a setting means while it is unset (config get prints
@@ -174,6 +178,11 @@ func CheckSetting(key, value string) error {
 		if strings.ContainsAny(value, " \t\n'\"$`;&|<>\\") || strings.HasPrefix(value, "-") || !strings.Contains(value, "@") {
 			return fault.New(fault.Usage, "bad ssh %q: want ssh://git@host:port or git@host", value)
 		}
+	case SettingGitURL:
+		u, err := url.Parse(value)
+		if err != nil || u.Scheme != "git" || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(value, " \t\n'\"$`;&|<>\\") {
+			return fault.New(fault.Usage, "bad git_url %q: want git://host[:port], as git daemon listens", value)
+		}
 	case SettingBusyTimeout:
 		if _, err := store.ParseBusyTimeout(value); err != nil {
 			return err
@@ -272,6 +281,28 @@ func ValidSetting(key string) bool {
 		}
 	}
 	return false
+}
+
+// GitURL is the git:// URL of the repository displayed as name (org/foo)
+// under the git_url setting's base, "" without one.
+func GitURL(setting, name string) string {
+	if setting == "" {
+		return ""
+	}
+	return strings.TrimSuffix(setting, "/") + "/" + name + ".git"
+}
+
+// SSHUser is the login name in the root's ssh setting (ssh://git@host:2222
+// or git@host), "git" without one: what Gerrit's git-review must be told
+// (gitreview.username), since it logs in as the local user otherwise.
+func SSHUser(setting string) string {
+	if u, err := url.Parse(setting); err == nil && u.Scheme == "ssh" && u.User != nil && u.User.Username() != "" {
+		return u.User.Username()
+	}
+	if user, _, ok := strings.Cut(setting, "@"); ok && user != "" && !strings.Contains(user, "/") {
+		return user
+	}
+	return "git"
 }
 
 // SSHCommand turns the root's ssh setting (ssh://git@host:2222 or

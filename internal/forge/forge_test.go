@@ -23,6 +23,12 @@ func TestCheckSetting(t *testing.T) {
 		{SettingSSH, "forge.example", false},
 		{SettingSSH, "-oProxyCommand=sh@x", false},
 		{SettingSSH, "git@x; rm -rf /", false},
+		{SettingGitURL, "git://forge.example:9418", true},
+		{SettingGitURL, "git://127.0.0.1:9419/", true},
+		{SettingGitURL, "https://forge.example", false},
+		{SettingGitURL, "git://", false},
+		{SettingGitURL, "git://u@forge.example", false},
+		{SettingGitURL, "git://forge.example/x y", false},
 		{"color", "blue", false},
 	} {
 		if err := CheckSetting(tc.key, tc.value); (err == nil) != tc.ok {
@@ -93,6 +99,32 @@ func TestSSHCommand(t *testing.T) {
 	} {
 		if got := SSHCommand(tc.setting, tc.base); got != tc.want {
 			t.Errorf("SSHCommand(%q, %q) = %q, want %q", tc.setting, tc.base, got, tc.want)
+		}
+	}
+}
+
+func TestGitURL(t *testing.T) {
+	for _, tc := range []struct{ setting, name, want string }{
+		{"git://forge.example:9419", "demo", "git://forge.example:9419/demo.git"},
+		{"git://forge.example:9419/", "org/demo", "git://forge.example:9419/org/demo.git"},
+		{"", "demo", ""},
+	} {
+		if got := GitURL(tc.setting, tc.name); got != tc.want {
+			t.Errorf("GitURL(%q, %q) = %q, want %q", tc.setting, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSSHUser(t *testing.T) {
+	for _, tc := range []struct{ setting, want string }{
+		{"ssh://git@forge.example:2222", "git"},
+		{"ssh://forge@forge.example", "forge"},
+		{"root@127.0.0.1", "root"},
+		{"ssh://forge.example", "git"},
+		{"", "git"},
+	} {
+		if got := SSHUser(tc.setting); got != tc.want {
+			t.Errorf("SSHUser(%q) = %q, want %q", tc.setting, got, tc.want)
 		}
 	}
 }

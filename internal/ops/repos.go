@@ -71,3 +71,9 @@ func (s *Service) RepoHome(ctx context.Context, who Actor, name string) (RepoHom
 func (s *Service) SSHSetting(ctx context.Context) (string, error) {
 	return store.Setting(ctx, s.DB.R(), forge.SettingSSH)
 }
+
+// GitURLSetting is the root's git:// base for anonymous clones, "" when
+// unset.
+func (s *Service) GitURLSetting(ctx context.Context) (string, error) {
+	return store.Setting(ctx, s.DB.R(), forge.SettingGitURL)
+}

@@ -831,6 +831,7 @@ func greet(ctx context.Context, env *verbs.Env) error {
 	if len(rs) > 0 && env.SSH != "" {
 		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(env.SSH, rs[0].Name))
 	}
+	fmt.Fprintf(&b, "Gerrit's git-review logs in as you unless told: %s\n", verbs.GitReviewUser(env.SSH))
 	_, err = io.WriteString(env.Stdout, b.String())
 	return err
 }

@@ -69,7 +69,8 @@ func (s *Server) sshCommand(ctx context.Context) string {
 
 // cloneURLs returns the ssh URL of repository key (from the ssh setting,
 // else the web URL's host with user git) and, for a public one, the
-// git:// URL git daemon serves it at.
+// git:// URL git daemon serves it at (from the git_url setting, else the
+// ssh host on git's default port).
 func (s *Server) cloneURLs(ctx context.Context, key string, public bool) (sshURL, gitURL string, err error) {
 	setting, err := s.sshSetting(ctx)
 	if err != nil {
@@ -93,7 +94,16 @@ func (s *Server) cloneURLs(ctx context.Context, key string, public bool) (sshURL
 			host = h
 		}
 	}
-	if public && host != "" {
+	if !public {
+		return sshURL, "", nil
+	}
+	base, err := s.ops.GitURLSetting(ctx)
+	switch {
+	case err != nil:
+		return "", "", err
+	case base != "":
+		gitURL = forge.GitURL(base, reponame.Display(key))
+	case host != "":
 		gitURL = "git://" + host + "/" + name
 	}
 	return sshURL, gitURL, nil
