@@ -373,3 +373,10 @@ CREATE TABLE patch_hashtags (
 ) STRICT;
 
 ALTER TABLE revisions ADD COLUMN message TEXT NOT NULL DEFAULT '';
+
+-- migrate 7
+-- A principal's e-mail address, so Gerrit users can name reviewers the way
+-- they type them (r=alice@example.com). Stored lowercased; one principal
+-- each.
+ALTER TABLE principals ADD COLUMN email TEXT;
+CREATE UNIQUE INDEX principals_by_email ON principals(email) WHERE email IS NOT NULL;

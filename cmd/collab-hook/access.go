@@ -53,6 +53,19 @@ func userCommand() *cli.Command {
 				fmt.Fprintf(c.App.Writer, "enabled %s\n", name)
 				return nil
 			})},
+			{Name: "email", ArgsUsage: "NAME ADDR", Usage: "the e-mail address NAME may be named by as a reviewer", Action: func(c *cli.Context) error {
+				if c.NArg() != 2 {
+					return fault.New(fault.Usage, "usage: user email NAME ADDR")
+				}
+				return withDB(c, func(_ forge.Root, db *store.DB) error {
+					name, addr := c.Args().Get(0), c.Args().Get(1)
+					if err := principals.SetEmail(c.Context, db, name, addr); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "%s is %s\n", name, strings.ToLower(addr))
+					return nil
+				})
+			}},
 			{Name: "list", Action: func(c *cli.Context) error {
 				return withDB(c, func(_ forge.Root, db *store.DB) error {
 					ps, err := principals.List(c.Context, db.R())
@@ -63,6 +76,9 @@ func userCommand() *cli.Command {
 						state := "enabled"
 						if p.Disabled {
 							state = "disabled"
+						}
+						if p.Email != "" {
+							state += "\t" + p.Email
 						}
 						fmt.Fprintf(c.App.Writer, "%s\t%s\n", p.Name, state)
 					}

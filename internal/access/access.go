@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -70,6 +71,26 @@ func ValidName(name string) bool {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
 		case i > 0 && (c == '.' || c == '_' || c == '-'):
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidEmail reports whether addr is an e-mail address a principal may
+// carry: local@domain in printable ASCII, no spaces or quotes, at most 254
+// bytes (RFC 5321's path limit). Deliberately narrower than RFC 5322: the
+// address is matched, never mailed, and is printed in lines and pages.
+func ValidEmail(addr string) bool {
+	if len(addr) < 3 || len(addr) > 254 || strings.HasPrefix(addr, "-") {
+		return false
+	}
+	local, domain, ok := strings.Cut(addr, "@")
+	if !ok || local == "" || domain == "" || strings.Contains(domain, "@") {
+		return false
+	}
+	for i := 0; i < len(addr); i++ {
+		if c := addr[i]; c <= ' ' || c >= 0x7f || strings.IndexByte("\"'`\\<>()[],;:", c) >= 0 {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
@@ -26,6 +27,7 @@ type Principal struct {
 	Name      string `json:"name"`
 	Disabled  bool   `json:"disabled"`
 	CreatedAt string `json:"created_at"`
+	Email     string `json:"email,omitempty"`
 }
 
 // Add creates a principal.
@@ -62,10 +64,58 @@ func SetDisabled(ctx context.Context, db *store.DB, name string, disabled bool) 
 	})
 }
 
+// SetEmail gives principal name the e-mail address addr (stored lowercased),
+// by which it may be named as a reviewer. An address another principal
+// carries is refused: it would name two people.
+func SetEmail(ctx context.Context, db *store.DB, name, addr string) error {
+	if !access.ValidEmail(addr) {
+		return fault.NewField(fault.Usage, "email", "bad e-mail address %q: want local@domain", text.Clip(addr))
+	}
+	addr = strings.ToLower(addr)
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		var other string
+		err := tx.QueryRowContext(ctx, `SELECT name FROM principals WHERE email = ? AND name <> ?`, addr, name).Scan(&other)
+		switch {
+		case err == nil:
+			return fault.New(fault.Conflict, "e-mail %s already belongs to %s", addr, other)
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("read e-mail %s: %w", addr, err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE principals SET email = ? WHERE name = ?`, addr, name)
+		if err != nil {
+			return fmt.Errorf("set e-mail of %s: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return noPrincipal(name)
+		}
+		return nil
+	})
+}
+
+// Named returns the principal a reviewer field names: a principal name, or
+// (containing "@") the e-mail address one carries, as Gerrit users type
+// them.
+func Named(ctx context.Context, q store.Querier, nameOrEmail string) (Principal, error) {
+	if !strings.Contains(nameOrEmail, "@") {
+		return Get(ctx, q, nameOrEmail)
+	}
+	var name string
+	err := q.QueryRowContext(ctx, `SELECT name FROM principals WHERE email = ?`, strings.ToLower(nameOrEmail)).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Principal{}, noPrincipal(nameOrEmail)
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("read principal by e-mail: %w", err)
+	}
+	return Get(ctx, q, name)
+}
+
 // Get returns the principal called name, or NotFound.
 func Get(ctx context.Context, q store.Querier, name string) (Principal, error) {
 	p := Principal{Name: name}
-	err := q.QueryRowContext(ctx, `SELECT disabled, created_at FROM principals WHERE name = ?`, name).Scan(&p.Disabled, &p.CreatedAt)
+	var email sql.NullString
+	err := q.QueryRowContext(ctx, `SELECT disabled, created_at, email FROM principals WHERE name = ?`, name).Scan(&p.Disabled, &p.CreatedAt, &email)
+	p.Email = email.String
 	if errors.Is(err, sql.ErrNoRows) {
 		return Principal{}, noPrincipal(name)
 	}
@@ -77,7 +127,7 @@ func Get(ctx context.Context, q store.Querier, name string) (Principal, error) {
 
 // List returns every principal by name.
 func List(ctx context.Context, q store.Querier) ([]Principal, error) {
-	rows, err := q.QueryContext(ctx, `SELECT name, disabled, created_at FROM principals ORDER BY name`)
+	rows, err := q.QueryContext(ctx, `SELECT name, disabled, created_at, email FROM principals ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list principals: %w", err)
 	}
@@ -85,9 +135,11 @@ func List(ctx context.Context, q store.Querier) ([]Principal, error) {
 	var out []Principal
 	for rows.Next() {
 		var p Principal
-		if err := rows.Scan(&p.Name, &p.Disabled, &p.CreatedAt); err != nil {
+		var email sql.NullString
+		if err := rows.Scan(&p.Name, &p.Disabled, &p.CreatedAt, &email); err != nil {
 			return nil, fmt.Errorf("list principals: %w", err)
 		}
+		p.Email = email.String
 		out = append(out, p)
 	}
 	return out, rows.Err()

@@ -374,3 +374,44 @@ func TestAuthorizedKeysFileMax(t *testing.T) {
 		}
 	}
 }
+
+func TestEmail(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now()
+	for _, n := range []string{"alice", "bob"} {
+		if err := Add(ctx, db, n, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, addr string
+		want       fault.Kind // 0: accepted
+	}{
+		{"alice", "Alice@Example.com", 0},
+		{"alice", "alice@example.com", 0}, // again: no change, no conflict with itself
+		{"bob", "ALICE@example.com", fault.Conflict},
+		{"bob", "bob", fault.Usage},
+		{"bob", "bob @example.com", fault.Usage},
+		{"bob", "-o@example.com", fault.Usage},
+		{"bob", "b@x@y", fault.Usage},
+		{"carol", "carol@example.com", fault.NotFound},
+	} {
+		err := SetEmail(ctx, db, tc.name, tc.addr)
+		if (tc.want == 0) != (err == nil) || (err != nil && fault.KindOf(err) != tc.want) {
+			t.Errorf("SetEmail(%s, %q) = %v, want kind %v", tc.name, tc.addr, err, tc.want)
+		}
+	}
+	for in, want := range map[string]string{"alice": "alice", "ALICE@EXAMPLE.COM": "alice", "bob": "bob"} {
+		p, err := Named(ctx, db.R(), in)
+		if err != nil || p.Name != want {
+			t.Errorf("Named(%q) = %+v, %v; want %s", in, p, err, want)
+		}
+	}
+	if _, err := Named(ctx, db.R(), "nobody@example.com"); fault.KindOf(err) != fault.NotFound {
+		t.Errorf("Named(unknown e-mail) = %v, want NotFound", err)
+	}
+	if p, _ := Get(ctx, db.R(), "alice"); p.Email != "alice@example.com" {
+		t.Errorf("alice's e-mail = %q", p.Email)
+	}
+}

@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,18 +48,23 @@ func TrailerIDs(c git.Commit) []string {
 	return out
 }
 
-// addRequests records the reviewers (who must exist) and hashtags a push
-// names on patch id, inside tx.
+// addRequests records the reviewers (who must exist; named or by e-mail)
+// and hashtags a push names on patch id, inside tx.
 func (e *Env) addRequests(ctx context.Context, tx store.Querier, id string, o Options, now time.Time) error {
+	names := make([]string, 0, len(o.Reviewers))
 	for _, n := range o.Reviewers {
-		if _, err := principals.Get(ctx, tx, n); err != nil {
+		p, err := principals.Named(ctx, tx, n)
+		if err != nil {
 			if fault.KindOf(err) == fault.NotFound {
 				return fault.New(fault.NotFound, "reviewer %s: no such user", n)
 			}
 			return err
 		}
+		if !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
 	}
-	if _, err := patches.AddReviewers(ctx, tx, e.Repo, id, o.Reviewers, e.Principal, now); err != nil {
+	if _, err := patches.AddReviewers(ctx, tx, e.Repo, id, names, e.Principal, now); err != nil {
 		return err
 	}
 	_, err := patches.AddHashtags(ctx, tx, e.Repo, id, o.Hashtags)

@@ -111,8 +111,8 @@ func ParseOptions(raw []string) (Options, error) {
 			if err := need(); err != nil {
 				return Options{}, err
 			}
-			if !access.ValidName(value) {
-				return Options{}, fault.New(fault.Usage, "push option %s=%s: want a user name (lowercase letters, digits, '.', '_', '-')", name, text.Clip(value))
+			if !access.ValidName(value) && !access.ValidEmail(value) {
+				return Options{}, fault.New(fault.Usage, "push option %s=%s: want a user name (lowercase letters, digits, '.', '_', '-') or a user's e-mail address", name, text.Clip(value))
 			}
 			if !slices.Contains(o.Reviewers, value) {
 				o.Reviewers = append(o.Reviewers, value)
