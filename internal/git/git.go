@@ -745,3 +745,15 @@ func (r Repo) CheckConnectivity(ctx context.Context) error {
 	_, err := r.Run(ctx, nil, "fsck", "--connectivity-only", "--no-dangling", "--no-progress", "--no-reflogs")
 	return err
 }
+
+// HTTPBackend returns stock git's smart HTTP server, `git http-backend`,
+// a CGI program, to be run on a request's body and output by the caller.
+// env is its whole environment: the caller builds it (the CGI variables it
+// decided, the hooks' hand-off), since nothing of a client's request may
+// reach git but what http-backend needs.
+func HTTPBackend(ctx context.Context, env []string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "git", "http-backend")
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}

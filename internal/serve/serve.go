@@ -236,7 +236,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		return refuse(err, "command", prog, "REPO", key)
 	}
 	// What was just checked, for pre-receive (Handoff.WriteChecked); set
-	// here, never taken from any environment (gitEnv drops the hand-off's
+	// here, never taken from any environment (hookenv.GitEnv drops the hand-off's
 	// variables).
 	h := hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL,
 		Checked: hookenv.Check{Level: level, Repo: key, At: r.now()}}
@@ -253,7 +253,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		h.Limits, h.Rules = &lim, rules
 		argv = withInputSize(argv, lim.InputSize)
 	}
-	env := gitEnv(r.Environ, h)
+	env := hookenv.GitEnv(r.Environ, h)
 	git, err := lookPath("git", hookenv.Getenv(env)("PATH"))
 	if err != nil {
 		return refuse(fault.Wrap(err, "git is not installed on the forge"), "command", prog, "REPO", key)
@@ -338,7 +338,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		return 0, false
 	}
 	h := hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL}
-	env := gitEnv(r.Environ, h)
+	env := hookenv.GitEnv(r.Environ, h)
 	gitPath, err := lookPath("git", hookenv.Getenv(env)("PATH"))
 	if err != nil {
 		return 0, false
@@ -679,47 +679,6 @@ func gitProgram(words []string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// validProtocol accepts what git puts in GIT_PROTOCOL ("version=2",
-// "version=2:key=value"): short, and nothing a shell or git could take as
-// more than a value. (A regexp with a {1,256} bound costs a start-up
-// millisecond, and serve runs once per connection.)
-func validProtocol(v string) bool {
-	if v == "" || len(v) > 256 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("=:._-", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// gitEnv is the whole environment git and the hooks get: what git needs
-// (git.CleanEnv: PATH, HOME), the hand-off h, the client's GIT_PROTOCOL and
-// serve's own COLLAB_* variables but those of the hand-off, nothing else.
-// Anything else a client sends (LD_PRELOAD, GIT_CONFIG_*, GIT_DIR…) could
-// run code or redirect git.
-func gitEnv(own []string, h hookenv.Handoff) []string {
-	env := git.CleanEnv(own)
-	env = append(env, h.Encode()...)
-	var collab []string
-	for _, kv := range own {
-		k, v, ok := strings.Cut(kv, "=")
-		switch {
-		case !ok:
-		case k == "GIT_PROTOCOL":
-			if validProtocol(v) {
-				env = append(env, kv)
-			}
-		case strings.HasPrefix(k, "COLLAB_") && !hookenv.Owned(k):
-			collab = append(collab, kv)
-		}
-	}
-	return append(env, collab...)
 }
 
 // checkPrincipal refuses a principal that no longer exists or is disabled,

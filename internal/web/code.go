@@ -223,7 +223,8 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := map[string]any{
 		"Title": reponame.Display(key), "Repo": key, "Tab": "code", "Info": rp,
-		"SSHURL": sshURL, "GitURL": gitURL, "OpenIssues": openIssues, "OpenPatches": openPatches,
+		"SSHURL": sshURL, "GitURL": gitURL, "HTTPURL": s.cfg.URL + "/" + reponame.Display(key) + ".git", "Secure": s.secure,
+		"OpenIssues": openIssues, "OpenPatches": openPatches,
 		"MoreBranches": moreBranches,
 	}
 	var rows []branchRow

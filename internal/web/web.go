@@ -45,6 +45,8 @@ const (
 	MaxLimit = 200
 	// DefaultLimit is a list page's length without ?limit=.
 	DefaultLimit = 50
+	// DefaultGitSlots is how many git requests run at once by default.
+	DefaultGitSlots = 16
 )
 
 // Config is what the web handler needs.
@@ -62,6 +64,11 @@ type Config struct {
 	// Expensive is how many expensive pages may run at once (0:
 	// DefaultExpensive); past it they answer 503 with Retry-After.
 	Expensive int
+	// GitSlots is how many git requests (clone, fetch, push over HTTP) may
+	// run at once (0: DefaultGitSlots); more wait briefly, then answer 503.
+	// They have slots of their own, so pages and git do not starve each
+	// other.
+	GitSlots int
 	// CacheBytes bounds each in-memory cache of rendered text (Markdown,
 	// highlighted files); 0 means 16 MiB.
 	CacheBytes int64
@@ -81,6 +88,8 @@ type Server struct {
 	secure bool
 	// heavy holds a token per expensive page running (costly).
 	heavy chan struct{}
+	// gitSlots holds a token per git request running (serveGit).
+	gitSlots chan struct{}
 	// code caches highlighted files by blob id (immutable, so never stale).
 	code *cache.Cache[template.HTML]
 	// css is the highlighting stylesheet, made once from chroma's style.
@@ -124,9 +133,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CacheBytes <= 0 {
 		cfg.CacheBytes = 16 << 20
 	}
+	if cfg.GitSlots <= 0 {
+		cfg.GitSlots = DefaultGitSlots
+	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
-		heavy: make(chan struct{}, cfg.Expensive), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
+		heavy: make(chan struct{}, cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
 	}).WithCache(cfg.CacheBytes)
@@ -172,6 +184,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.cfg.Log.InfoContext(r.Context(), "request", attrs...)
 	}()
+	// Git has its own credentials (no cookie), slots and idle deadline.
+	if g, ok := gitRequest(r); ok {
+		r = s.serveGit(rec, r, g)
+		return
+	}
 	// One request, one wait for the writer lock however often it writes.
 	r = r.WithContext(store.WithWaitBudget(r.Context()))
 	r, cancel := s.withDeadline(r)
@@ -196,6 +213,10 @@ func (w *statusRecorder) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (git over
+// HTTP flushes as it goes and moves its deadlines).
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusRecorder) Write(b []byte) (int, error) {
 	w.wrote = true
 	return w.ResponseWriter.Write(b)
@@ -211,6 +232,7 @@ func (s *Server) routes() *mux.Router {
 	})
 
 	r.HandleFunc("/healthz", s.healthz).Methods("GET", "HEAD")
+	r.HandleFunc("/tools/hooks/commit-msg", s.commitMsgHook).Methods("GET", "HEAD")
 	static, _ := fs.Sub(assets, "static")
 	r.HandleFunc("/-/static/highlight.css", s.highlightCSS).Methods("GET", "HEAD")
 	r.PathPrefix("/-/static/").Handler(http.StripPrefix("/-/static/", cacheStatic(http.FileServer(http.FS(static))))).Methods("GET", "HEAD")
