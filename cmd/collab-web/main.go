@@ -40,6 +40,10 @@ func main() {
 				Usage: "how often to make up what killed hooks left undone (missed merge scans, revision refs)"},
 			&cli.DurationFlag{Name: "sweep-grace", Value: 10 * time.Second,
 				Usage: "leave a branch that moved less than this ago to its own post-receive"},
+			&cli.IntFlag{Name: "git-slots", Value: web.DefaultGitSlots,
+				Usage: "how many git requests (clone, fetch, push over HTTP) run at once"},
+			&cli.DurationFlag{Name: "git-idle", Value: web.DefaultGitIdle,
+				Usage: "cut a git request that made no progress for this long"},
 			&cli.DurationFlag{Name: "checkpoint-every", Value: 2 * time.Second,
 				Usage: "how often to look for an idle WAL to checkpoint and truncate"},
 		},
@@ -71,7 +75,8 @@ func serve(c *cli.Context) error {
 			return err
 		}
 	}
-	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log})
+	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log,
+		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle")})
 	if err != nil {
 		return err
 	}

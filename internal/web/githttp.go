@@ -36,10 +36,6 @@ const (
 
 // Budgets of a git request.
 const (
-	// gitIdle is how long a git request may make no progress (no byte read
-	// from the client nor written to it) before it is cut: a clone that
-	// moves is never cut, a client that stalls mid-pack frees its slot.
-	gitIdle = 60 * time.Second
 	// gitQueue is how long a git request waits for a slot before 503.
 	gitQueue = 10 * time.Second
 	// maxNegotiation bounds the body of a fetch (its wants and haves).
@@ -202,7 +198,7 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	rc := http.NewResponseController(w)
-	idle := newIdleTimer(gitIdle, cancel, rc)
+	idle := newIdleTimer(s.cfg.GitIdle, cancel, rc)
 	defer idle.stop()
 
 	own := withoutVar(os.Environ(), "GIT_PROTOCOL")
@@ -242,8 +238,12 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 		limit = sess.InputSize + pushSlack
 	}
 	cmd := stockgit.HTTPBackend(ctx, env)
+	var stdin io.WriteCloser
 	if !g.infoRefs {
-		cmd.Stdin = &idleReader{r: http.MaxBytesReader(w, r.Body, limit), idle: idle}
+		var err error
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -255,8 +255,31 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 		s.gitFail(w, r, fault.Wrap(err, "cannot start git"))
 		return err
 	}
+	// The body is copied here rather than by exec, so that this handler
+	// knows whether a read of it is still waiting when git is done.
+	copied := make(chan struct{})
+	if stdin != nil {
+		body := &idleReader{r: http.MaxBytesReader(w, r.Body, limit), idle: idle}
+		go func() {
+			defer close(copied)
+			_, _ = io.Copy(stdin, body)
+			stdin.Close()
+		}()
+	} else {
+		close(copied)
+	}
 	werr := relayCGI(w, rc, bufio.NewReaderSize(out, 32<<10), idle)
-	if err := cmd.Wait(); err != nil {
+	err = cmd.Wait()
+	select {
+	case <-copied:
+	default:
+		// git is done but a read of the client's body still waits: a body
+		// read holds the body's lock, which the server needs to finish the
+		// request, so end it.
+		idle.unblock()
+		<-copied
+	}
+	if err != nil {
 		return fmt.Errorf("git http-backend: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return werr
@@ -318,10 +341,18 @@ type idleTimer struct {
 }
 
 func newIdleTimer(d time.Duration, cancel func(), rc *http.ResponseController) *idleTimer {
-	it := &idleTimer{d: d, t: time.AfterFunc(d, cancel), rc: rc}
+	it := &idleTimer{d: d, rc: rc}
+	it.t = time.AfterFunc(d, func() {
+		cancel()
+		it.unblock()
+	})
 	it.touch()
 	return it
 }
+
+// unblock ends a read of the client's body that is waiting for bytes (the
+// connection is lost for later requests: only for a client that stalled).
+func (it *idleTimer) unblock() { _ = it.rc.SetReadDeadline(time.Now()) }
 
 // touch notes progress. The deadlines are pushed out by twice the idle
 // bound so that the timer, not the connection, decides.

@@ -47,6 +47,8 @@ const (
 	DefaultLimit = 50
 	// DefaultGitSlots is how many git requests run at once by default.
 	DefaultGitSlots = 16
+	// DefaultGitIdle is how long a git request may make no progress.
+	DefaultGitIdle = 60 * time.Second
 )
 
 // Config is what the web handler needs.
@@ -69,6 +71,10 @@ type Config struct {
 	// They have slots of their own, so pages and git do not starve each
 	// other.
 	GitSlots int
+	// GitIdle cuts a git request that made no progress (no byte from the
+	// client nor to it) for this long (0: DefaultGitIdle). There is no
+	// total deadline: a large clone that moves is never cut.
+	GitIdle time.Duration
 	// CacheBytes bounds each in-memory cache of rendered text (Markdown,
 	// highlighted files); 0 means 16 MiB.
 	CacheBytes int64
@@ -135,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.GitSlots <= 0 {
 		cfg.GitSlots = DefaultGitSlots
+	}
+	if cfg.GitIdle <= 0 {
+		cfg.GitIdle = DefaultGitIdle
 	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
