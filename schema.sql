@@ -380,3 +380,10 @@ ALTER TABLE revisions ADD COLUMN message TEXT NOT NULL DEFAULT '';
 -- each.
 ALTER TABLE principals ADD COLUMN email TEXT;
 CREATE UNIQUE INDEX principals_by_email ON principals(email) WHERE email IS NOT NULL;
+
+-- migrate 8
+-- Who added a subscription: NULL for the operator's (collab-hook webhook
+-- add, any address), a principal for a repository admin's (SSH verb, API),
+-- whose URL may not reach loopback, private, link-local or metadata
+-- addresses unless the operator allows a range (setting webhook_allow).
+ALTER TABLE webhooks ADD COLUMN added_by TEXT;

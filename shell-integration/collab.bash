@@ -45,6 +45,8 @@ _collab_words() {
 	"branch unprotect" | "branch list") echo "--json" ;;
 	"token new") echo "--name --json" ;;
 	"token list" | "token revoke") echo "--json" ;;
+	"webhook add") echo "--event --json" ;;
+	"webhook list" | "webhook remove") echo "--json" ;;
 	"hooks commit-msg") echo "--json" ;;
 	"repo list" | "whoami ") echo "--json" ;;
 	"gerrit query") echo "--format=JSON --current-patch-set --patch-sets project: status:open change:" ;;
@@ -56,7 +58,7 @@ _collab_complete_from() {
 	local i=$1 cur=${COMP_WORDS[COMP_CWORD]}
 	local verb=${COMP_WORDS[i]:-} sub=${COMP_WORDS[i+1]:-}
 	if [ "$COMP_CWORD" -eq "$i" ]; then
-		COMPREPLY=($(compgen -W "whoami repo issue lease patch branch token hooks gerrit" -- "$cur"))
+		COMPREPLY=($(compgen -W "whoami repo issue lease patch branch token webhook hooks gerrit" -- "$cur"))
 		return
 	fi
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
@@ -67,6 +69,7 @@ _collab_complete_from() {
 		patch) subs="list show diff review close reopen merge submit check" ;;
 		branch) subs="protect unprotect list" ;;
 		token) subs="new list revoke" ;;
+		webhook) subs="add list remove" ;;
 		repo) subs="list" ;;
 		hooks) subs="commit-msg" ;;
 		gerrit) subs="query" ;;

@@ -25,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/webhook/addrs"
 )
 
 // DefaultDir is the root when neither --root nor COLLAB_ROOT says otherwise.
@@ -47,11 +48,14 @@ const (
 	// SettingAuthorizedKeys names the collab-hook of the authorized_keys
 	// file every key change rewrites, or is off (keyindex).
 	SettingAuthorizedKeys = keyindex.SettingAuthorizedKeys
+	// SettingWebhookAllow are the address ranges a repository admin's
+	// webhook may reach after all (addrs.Refused).
+	SettingWebhookAllow = addrs.SettingAllow
 )
 
 // Settings lists the known setting keys: these and the push limits
 // (pushlimit.Settings).
-var Settings = append([]string{SettingURL, SettingSSH, SettingGitURL, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys},
+var Settings = append([]string{SettingURL, SettingSSH, SettingGitURL, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys, SettingWebhookAllow},
 	pushlimit.Settings()...)
 
 // Defaults are what a setting means while it is unset (config get prints
@@ -194,6 +198,9 @@ func CheckSetting(key, value string) error {
 		}
 	case SettingAuthorizedKeys:
 		return keyindex.CheckBinary(value)
+	case SettingWebhookAllow:
+		_, err := addrs.ParseAllow(value)
+		return err
 	case SettingRateRefill:
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil || !(n > 0) || n > 1e9 {

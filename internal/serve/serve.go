@@ -192,7 +192,7 @@ func Run(ctx context.Context, r *Request) int {
 }
 
 // repoVerbs take the repository as their first positional argument.
-var repoVerbs = map[string]bool{"issue": true, "lease": true, "patch": true}
+var repoVerbs = map[string]bool{"issue": true, "lease": true, "patch": true, "branch": true, "webhook": true}
 
 // verbRepo finds the repository a verb line is about, for the log's REPO
 // field, or "" when there is none or it is malformed (the verb itself

@@ -85,6 +85,7 @@ func App(env *Env) *cli.App {
 			BranchCommand(env),
 			hooksCommand(env),
 			tokenCommand(env),
+			webhookCommand(env),
 			gerritCommand(env),
 		},
 	}

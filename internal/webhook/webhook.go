@@ -128,6 +128,8 @@ type dispatcher struct {
 	log     *slog.Logger
 	opts    Options
 	records chan recording
+	// restricted delivers repository admins' webhooks (clientFor).
+	restricted restricted
 }
 
 // recording is a worker's attempt waiting for its commit.
@@ -317,7 +319,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 // same however long the logs grow.
 func (d *dispatcher) tick(ctx context.Context) ([]sub, error) {
 	rows, err := d.db.R().QueryContext(ctx, `
-		SELECT w.id, w.url, coalesce(w.repo, ''), w.events, w.cursor,
+		SELECT w.id, w.url, coalesce(w.repo, ''), w.events, w.cursor, coalesce(w.added_by, ''),
 			coalesce((SELECT min(next_at) FROM deliveries x INDEXED BY deliveries_pending_by_hook
 				WHERE x.webhook_id = w.id AND x.state = 'pending'), ''),
 			(SELECT coalesce(max(id), 0) FROM events)
@@ -330,7 +332,7 @@ func (d *dispatcher) tick(ctx context.Context) ([]sub, error) {
 	for rows.Next() {
 		var s sub
 		var evs string
-		if err := rows.Scan(&s.ID, &s.URL, &s.Repo, &evs, &s.Cursor, &s.dueAt, &s.lastID); err != nil {
+		if err := rows.Scan(&s.ID, &s.URL, &s.Repo, &evs, &s.Cursor, &s.AddedBy, &s.dueAt, &s.lastID); err != nil {
 			return nil, fmt.Errorf("read subscriptions: %w", err)
 		}
 		if evs != "" {
@@ -459,7 +461,7 @@ func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliv
 		}
 		return o.State, nil, nil
 	}
-	status, perr := d.post(ctx, s.URL, ev, body)
+	status, perr := d.post(ctx, d.clientFor(ctx, s), s.URL, ev, body)
 	o := subs.Outcome{At: start, Status: status, Duration: time.Since(began), State: "delivered"}
 	if ctx.Err() != nil && perr != nil {
 		return "", nil, ctx.Err() // shutting down: the next start sends it again
@@ -491,7 +493,7 @@ func (d *dispatcher) attempt(ctx context.Context, log *slog.Logger, s sub, deliv
 }
 
 // post sends one signed delivery; a non-2xx answer is an error.
-func (d *dispatcher) post(ctx context.Context, url string, ev events.Event, body []byte) (int, error) {
+func (d *dispatcher) post(ctx context.Context, client *http.Client, url string, ev events.Event, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("build request: %w", err)
@@ -501,7 +503,7 @@ func (d *dispatcher) post(ctx context.Context, url string, ev events.Event, body
 	req.Header.Set("X-Collab-Event", ev.Event)
 	req.Header.Set("X-Collab-Delivery", strconv.FormatInt(ev.ID, 10))
 	req.Header.Set("X-Collab-Signature", Sign(d.key, body))
-	resp, err := d.opts.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		var ue interface{ Unwrap() error }
 		if errors.As(err, &ue) && ue.Unwrap() != nil {

@@ -30,6 +30,9 @@ type Subscription struct {
 	Cursor    int64    `json:"cursor"` // the last event id taken from the log
 	CreatedAt string   `json:"created_at"`
 	RemovedAt string   `json:"removed_at,omitempty"`
+	// AddedBy is the repository admin who added it, "" for the operator's;
+	// such a webhook may not reach internal addresses (Refused).
+	AddedBy string `json:"added_by,omitempty"`
 }
 
 // MaxURLLen bounds a subscription URL.
@@ -95,6 +98,34 @@ func CheckEvents(names []string) ([]string, error) {
 // the event log: a new receiver gets what happens from now on, not the
 // forge's whole history (pollers read that from /api/v1/events).
 func Add(ctx context.Context, db *store.DB, rawURL, repo string, kinds []string, now time.Time) (Subscription, error) {
+	return add(ctx, db, "", rawURL, repo, kinds, now)
+}
+
+// AddForRepo stores, in the caller's transaction, a subscription a
+// repository admin, by, made for repository key repo (the caller checked
+// the admin and that the URL reaches no internal address).
+func AddForRepo(ctx context.Context, tx store.Querier, by, rawURL, repo string, kinds []string, now time.Time) (Subscription, error) {
+	if repo == "" || by == "" {
+		return Subscription{}, fault.New(fault.Usage, "a repository's webhook names its repository and who added it")
+	}
+	s, err := newSub(by, rawURL, repo, kinds, now)
+	if err != nil {
+		return Subscription{}, err
+	}
+	return s, insert(ctx, tx, &s)
+}
+
+func add(ctx context.Context, db *store.DB, by, rawURL, repo string, kinds []string, now time.Time) (Subscription, error) {
+	s, err := newSub(by, rawURL, repo, kinds, now)
+	if err != nil {
+		return Subscription{}, err
+	}
+	err = db.Write(ctx, func(tx *sql.Tx) error { return insert(ctx, tx, &s) })
+	return s, err
+}
+
+// newSub validates a subscription's fields.
+func newSub(by, rawURL, repo string, kinds []string, now time.Time) (Subscription, error) {
 	u, err := CheckURL(rawURL)
 	if err != nil {
 		return Subscription{}, err
@@ -103,48 +134,50 @@ func Add(ctx context.Context, db *store.DB, rawURL, repo string, kinds []string,
 	if err != nil {
 		return Subscription{}, err
 	}
-	s := Subscription{URL: u, Events: evs, CreatedAt: store.FormatTime(now)}
+	s := Subscription{URL: u, Events: evs, CreatedAt: store.FormatTime(now), AddedBy: by}
 	if repo != "" {
 		if s.Repo, err = reponame.Key(repo); err != nil {
 			return Subscription{}, err
 		}
 	}
-	err = db.Write(ctx, func(tx *sql.Tx) error {
-		if s.Repo != "" {
-			if _, err := repos.Get(ctx, tx, s.Repo); err != nil {
-				return err
-			}
-		}
-		var dup int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM webhooks WHERE removed_at IS NULL
-			AND url = ? AND coalesce(repo, '') = ? AND events = ?`, s.URL, s.Repo, strings.Join(s.Events, ",")).Scan(&dup)
-		if err == nil {
-			return fault.New(fault.Conflict, "webhook %d already sends these events to %s", dup, text.Clip(s.URL))
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("look for the same webhook: %w", err)
-		}
-		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&s.Cursor); err != nil {
-			return fmt.Errorf("read end of event log: %w", err)
-		}
-		res, err := tx.ExecContext(ctx,
-			"INSERT INTO webhooks(url, repo, events, cursor, created_at) VALUES (?, ?, ?, ?, ?)",
-			s.URL, nullable(s.Repo), strings.Join(s.Events, ","), s.Cursor, s.CreatedAt)
-		if err != nil {
-			return fmt.Errorf("add webhook: %w", err)
-		}
-		s.ID, err = res.LastInsertId()
-		return err
-	})
-	return s, err
+	return s, nil
 }
 
-const subColumns = "id, url, coalesce(repo, ''), events, cursor, created_at, coalesce(removed_at, '')"
+// insert stores s, new, in tx, starting at the end of the event log.
+func insert(ctx context.Context, tx store.Querier, s *Subscription) error {
+	if s.Repo != "" {
+		if _, err := repos.Get(ctx, tx, s.Repo); err != nil {
+			return err
+		}
+	}
+	var dup int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM webhooks WHERE removed_at IS NULL
+		AND url = ? AND coalesce(repo, '') = ? AND events = ?`, s.URL, s.Repo, strings.Join(s.Events, ",")).Scan(&dup)
+	if err == nil {
+		return fault.New(fault.Conflict, "webhook %d already sends these events to %s", dup, text.Clip(s.URL))
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("look for the same webhook: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&s.Cursor); err != nil {
+		return fmt.Errorf("read end of event log: %w", err)
+	}
+	res, err := tx.ExecContext(ctx,
+		"INSERT INTO webhooks(url, repo, events, cursor, created_at, added_by) VALUES (?, ?, ?, ?, ?, ?)",
+		s.URL, nullable(s.Repo), strings.Join(s.Events, ","), s.Cursor, s.CreatedAt, nullable(s.AddedBy))
+	if err != nil {
+		return fmt.Errorf("add webhook: %w", err)
+	}
+	s.ID, err = res.LastInsertId()
+	return err
+}
+
+const subColumns = "id, url, coalesce(repo, ''), events, cursor, created_at, coalesce(removed_at, ''), coalesce(added_by, '')"
 
 func scanSub(sc interface{ Scan(...any) error }) (Subscription, error) {
 	var s Subscription
 	var evs string
-	if err := sc.Scan(&s.ID, &s.URL, &s.Repo, &evs, &s.Cursor, &s.CreatedAt, &s.RemovedAt); err != nil {
+	if err := sc.Scan(&s.ID, &s.URL, &s.Repo, &evs, &s.Cursor, &s.CreatedAt, &s.RemovedAt, &s.AddedBy); err != nil {
 		return s, err
 	}
 	if evs != "" {
@@ -173,6 +206,47 @@ func List(ctx context.Context, q store.Querier, withRemoved bool) ([]Subscriptio
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// ListRepo returns the live subscriptions of repository repo (the
+// operator's forge-wide ones are not its own), by id.
+func ListRepo(ctx context.Context, q store.Querier, repo string) ([]Subscription, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+subColumns+" FROM webhooks WHERE removed_at IS NULL AND repo = ? ORDER BY id", repo)
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks of %s: %w", repo, err)
+	}
+	defer rows.Close()
+	out := []Subscription{}
+	for rows.Next() {
+		s, err := scanSub(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list webhooks of %s: %w", repo, err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// RemoveFromRepo stops, in the caller's transaction, subscription id of
+// repository repo for one of its admins: one of another repository is
+// NotFound like a missing one; one the operator added stays the
+// operator's to remove.
+func RemoveFromRepo(ctx context.Context, tx store.Querier, repo string, id int64, now time.Time) error {
+	var by sql.NullString
+	err := tx.QueryRowContext(ctx, "SELECT added_by FROM webhooks WHERE id = ? AND repo = ? AND removed_at IS NULL", id, repo).Scan(&by)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.New(fault.NotFound, "webhook %d not found", id)
+	}
+	if err != nil {
+		return fmt.Errorf("read webhook %d: %w", id, err)
+	}
+	if !by.Valid {
+		return fault.New(fault.Denied, "webhook %d is the operator's (collab-hook webhook remove)", id)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE webhooks SET removed_at = ? WHERE id = ?", store.FormatTime(now), id); err != nil {
+		return fmt.Errorf("remove webhook %d: %w", id, err)
+	}
+	return nil
 }
 
 // Get returns subscription id, removed or not, or NotFound.
