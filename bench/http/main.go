@@ -6,6 +6,9 @@
 // refs/for). collab-web's side authenticates a token and runs the same
 // http-backend with collab's hooks; the difference is what collab costs.
 //
+// A second collab-web with COLLAB_HTTP_RELAY=off runs the hooks as
+// processes instead of relaying them into itself (internal/hookhost).
+//
 // It prints wall medians and the ratios to the floor. Goals (issue 41):
 // clone ≤ 1.05×, branch push ≤ 1.10×, refs/for ≤ 1.20×.
 //
@@ -24,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,6 +157,18 @@ func run(commits, runs int) error {
 		return err
 	}
 	defer func() { _ = web.Process.Kill(); _ = web.Wait() }()
+	// The same without the hook relay (hookhost's switch): the hooks run as
+	// processes.
+	procPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	proc := exec.CommandContext(ctx, filepath.Join(bin, "collab-web"), "--root", root, "--listen", fmt.Sprintf("127.0.0.1:%d", procPort))
+	proc.Env = append(os.Environ(), "HOME="+work, "COLLAB_HTTP_RELAY=off")
+	if err := proc.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
 	floorPort, err := freePort()
 	if err != nil {
 		return err
@@ -181,8 +197,10 @@ $HTTP["url"] =~ "^/git" {
 	defer func() { _ = floor.Process.Kill(); _ = floor.Wait() }()
 	collabURL := fmt.Sprintf("http://127.0.0.1:%d/demo.git", webPort)
 	floorURL := fmt.Sprintf("http://127.0.0.1:%d/git/plain.git", floorPort)
-	if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/healthz", webPort)); err != nil {
-		return err
+	for _, p := range []int{webPort, procPort} {
+		if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/healthz", p)); err != nil {
+			return err
+		}
 	}
 	if err := waitHTTP(floorURL + "/info/refs?service=git-upload-pack"); err != nil {
 		return err
@@ -190,14 +208,19 @@ $HTTP["url"] =~ "^/git" {
 	auth := []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: Bearer " + tok.Token}
 
 	type side struct {
+		n    int // its index, in ref names and patch ids
 		name string
 		url  string
 		env  []string
 		wc   string // a clone to push from
 	}
-	sides := []*side{{name: "collab-web", url: collabURL, env: append(append([]string{}, gitEnv...), auth...)}, {name: "http-backend", url: floorURL, env: gitEnv}}
-	for _, s := range sides {
-		s.wc = filepath.Join(work, "wc-"+s.name)
+	withAuth := append(append([]string{}, gitEnv...), auth...)
+	sides := []*side{{name: "collab-web", url: collabURL, env: withAuth},
+		{name: "no relay", url: fmt.Sprintf("http://127.0.0.1:%d/demo.git", procPort), env: withAuth},
+		{name: "http-backend", url: floorURL, env: gitEnv}}
+	for i, s := range sides {
+		s.n = i
+		s.wc = filepath.Join(work, fmt.Sprintf("wc-%d", i))
 		if _, err := sh(work, s.env, "git", "clone", "-q", s.url, s.wc); err != nil {
 			return err
 		}
@@ -217,9 +240,9 @@ $HTTP["url"] =~ "^/git" {
 	for i := 0; i < runs; i++ {
 		// Alternate which side goes first, so neither always meets a warm
 		// or a cold page cache.
-		order := sides
+		order := append([]*side{}, sides...)
 		if i%2 == 1 {
-			order = []*side{sides[1], sides[0]}
+			slices.Reverse(order)
 		}
 		for _, s := range order {
 			dst := filepath.Join(work, fmt.Sprintf("clone-%s-%d", s.name, i))
@@ -231,18 +254,18 @@ $HTTP["url"] =~ "^/git" {
 				return err
 			}
 			if err := measure("branch push", s, func() error {
-				_, err := sh(s.wc, s.env, "git", "push", "-q", "origin", fmt.Sprintf("HEAD:refs/heads/b%d", i))
+				_, err := sh(s.wc, s.env, "git", "push", "-q", "origin", fmt.Sprintf("HEAD:refs/heads/b%d-%d", s.n, i))
 				return err
 			}); err != nil {
 				return err
 			}
 			if _, err := sh(s.wc, s.env, "git", "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("review %d", i),
-				"--trailer", fmt.Sprintf("Patch: %040x", i+1)); err != nil {
+				"--trailer", fmt.Sprintf("Patch: %08x%032x", s.n+1, i+1)); err != nil {
 				return err
 			}
 			target := "HEAD:refs/for/main"
-			if s.name != "collab-web" {
-				target = fmt.Sprintf("HEAD:refs/heads/r%d", i) // no refs/for without hooks
+			if s.name == "http-backend" {
+				target = fmt.Sprintf("HEAD:refs/heads/r%d-%d", s.n, i) // no refs/for without hooks
 			}
 			if err := measure("refs/for push", s, func() error { _, err := sh(s.wc, s.env, "git", "push", "-q", "origin", target); return err }); err != nil {
 				return err
@@ -252,13 +275,14 @@ $HTTP["url"] =~ "^/git" {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "git over HTTP, %d commits of history, %d rounds interleaved (median wall)\n", commits, runs)
-	fmt.Fprintf(w, "%-14s %12s %14s %7s %6s\n", "", "collab-web", "http-backend", "ratio", "goal")
+	fmt.Fprintf(w, "%-14s %12s %12s %14s %7s %9s %6s\n", "", "collab-web", "no relay", "http-backend", "ratio", "no relay", "goal")
 	for _, op := range []struct {
 		name string
 		goal float64
 	}{{"clone", 1.05}, {"branch push", 1.10}, {"refs/for push", 1.20}} {
-		c, f := median(times[op.name]["collab-web"]), median(times[op.name]["http-backend"])
-		fmt.Fprintf(w, "%-14s %10.1fms %12.1fms %6.2fx %5.2fx\n", op.name, ms(c), ms(f), float64(c)/float64(f), op.goal)
+		c, n, f := median(times[op.name]["collab-web"]), median(times[op.name]["no relay"]), median(times[op.name]["http-backend"])
+		fmt.Fprintf(w, "%-14s %10.1fms %10.1fms %12.1fms %6.2fx %8.2fx %5.2fx\n", op.name, ms(c), ms(n), ms(f),
+			float64(c)/float64(f), float64(n)/float64(f), op.goal)
 	}
 	return nil
 }

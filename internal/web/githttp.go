@@ -18,6 +18,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	stockgit "github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/hookhost"
 	"github.com/collab-forge/collab/internal/ops"
 )
 
@@ -203,8 +204,20 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 
 	own := withoutVar(os.Environ(), "GIT_PROTOCOL")
 	var env []string
+	var relayed *hookhost.Push
+	if g.service == receivePack && !g.infoRefs {
+		// The push's hooks run in this process, as serve runs them for
+		// SSH: they relay themselves here (hookhost).
+		p, err := s.hooks.Start(ctx, sess.Repo)
+		if err != nil {
+			s.cfg.Log.WarnContext(ctx, "hook relay", "REPO", sess.Repo, "error", err)
+		}
+		relayed = p
+		defer relayed.Close()
+	}
 	if g.service == receivePack {
 		env = hookenv.GitEnv(own, sess.Handoff)
+		env = append(env, relayed.Env()...)
 		if sess.InputSize > 0 {
 			env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=receive.maxInputSize",
 				"GIT_CONFIG_VALUE_0="+strconv.FormatInt(sess.InputSize, 10))
@@ -238,6 +251,7 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 		limit = sess.InputSize + pushSlack
 	}
 	cmd := stockgit.HTTPBackend(ctx, env)
+	cmd.ExtraFiles = relayed.Files()
 	var stdin io.WriteCloser
 	if !g.infoRefs {
 		var err error
@@ -255,6 +269,7 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 		s.gitFail(w, r, fault.Wrap(err, "cannot start git"))
 		return err
 	}
+	relayed.Started()
 	// The body is copied here rather than by exec, so that this handler
 	// knows whether a read of it is still waiting when git is done.
 	copied := make(chan struct{})

@@ -27,6 +27,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/highlight"
+	"github.com/collab-forge/collab/internal/hookhost"
 	"github.com/collab-forge/collab/internal/markdown"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/reponame"
@@ -96,6 +97,8 @@ type Server struct {
 	heavy chan struct{}
 	// gitSlots holds a token per git request running (serveGit).
 	gitSlots chan struct{}
+	// hooks runs the hooks of pushes over HTTP that relay themselves here.
+	hooks *hookhost.Host
 	// code caches highlighted files by blob id (immutable, so never stale).
 	code *cache.Cache[template.HTML]
 	// css is the highlighting stylesheet, made once from chroma's style.
@@ -148,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
 		heavy: make(chan struct{}, cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
+	s.hooks = &hookhost.Host{Root: cfg.Root, DB: cfg.DB, URL: cfg.URL, Log: cfg.Log}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
 	}).WithCache(cfg.CacheBytes)
