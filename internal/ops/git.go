@@ -8,6 +8,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // GitSession is what a git transport needs to serve one clone, fetch or
@@ -44,7 +45,7 @@ func (s *Service) Git(ctx context.Context, who Actor, name string, push bool) (G
 	if !push {
 		return g, nil
 	}
-	settings, err := s.DB.Settings(ctx)
+	settings, err := store.ReadSettings(ctx, s.DB.R())
 	if err != nil {
 		return GitSession{}, fault.Wrap(err, "forge database unavailable")
 	}

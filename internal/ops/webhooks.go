@@ -23,11 +23,11 @@ func (s *Service) AddWebhook(ctx context.Context, who Actor, repo, url string, k
 	if _, err := subs.CheckURL(url); err != nil {
 		return subs.Subscription{}, fault.OnField(err, "url")
 	}
-	settings, err := s.DB.Settings(ctx)
+	setting, err := store.Setting(ctx, s.DB.R(), addrs.SettingAllow)
 	if err != nil {
 		return subs.Subscription{}, fault.Wrap(err, "forge database unavailable")
 	}
-	allow, err := addrs.ParseAllow(settings[addrs.SettingAllow])
+	allow, err := addrs.ParseAllow(setting)
 	if err != nil {
 		return subs.Subscription{}, fault.Wrap(err, "the forge's webhook_allow setting is broken")
 	}

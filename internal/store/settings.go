@@ -32,8 +32,18 @@ func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
 	if c.m != nil && time.Since(c.at) < settingsTTL {
 		return c.m, nil
 	}
+	m, err := ReadSettings(ctx, db.r)
+	if err != nil {
+		return nil, err
+	}
+	c.m, c.at = m, time.Now()
+	return m, nil
+}
+
+// ReadSettings reads every setting through q, uncached (Settings caches).
+func ReadSettings(ctx context.Context, q Querier) (map[string]string, error) {
 	m := map[string]string{}
-	err := Each(ctx, db.r, "SELECT key, value FROM settings", nil, func(rows *sql.Rows) error {
+	err := Each(ctx, q, "SELECT key, value FROM settings", nil, func(rows *sql.Rows) error {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {
 			return err
@@ -44,7 +54,6 @@ func (db *DB) Settings(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read settings: %w", err)
 	}
-	c.m, c.at = m, time.Now()
 	return m, nil
 }
 
