@@ -37,19 +37,22 @@ func ParseAllow(setting string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// internal are ranges no repository admin's webhook may reach unless the
-// operator allows them: what is not the public internet (loopback,
-// private, shared carrier-grade NAT, link-local with the clouds' metadata
-// service at 169.254.169.254 and fd00:ec2::254, unique-local, the
-// unspecified and multicast addresses), where a POST from the forge could
-// reach a service that trusts it.
-var internal = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64: an IPv4 address inside
+// internal are the ranges, beyond those netip names (loopback, private,
+// link-local with the clouds' metadata service at 169.254.169.254 and
+// fd00:ec2::254, unique-local, unspecified, multicast), that are not the
+// public internet: "this network", carrier-grade NAT, IETF protocol
+// assignments, benchmarking, reserved, and NAT64 (an IPv4 address
+// inside). Made per call, not at start-up: collab-hook links this
+// package, and every package init costs every push.
+func internal() []netip.Prefix {
+	return []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),
+		netip.MustParsePrefix("100.64.0.0/10"),
+		netip.MustParsePrefix("192.0.0.0/24"),
+		netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("240.0.0.0/4"),
+		netip.MustParsePrefix("64:ff9b::/96"),
+	}
 }
 
 // Refused reports whether a repository admin's webhook may not reach ip,
@@ -65,7 +68,7 @@ func Refused(ip netip.Addr, allow []netip.Prefix) bool {
 		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
 		return true
 	}
-	for _, p := range internal {
+	for _, p := range internal() {
 		if p.Contains(ip) {
 			return true
 		}
