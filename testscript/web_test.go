@@ -3,9 +3,17 @@ package testscript
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -20,7 +28,9 @@ import (
 
 // webCmds start and drive a real collab-web for a script (issue 6):
 //
-//	web-start                       start collab-web on a free port; sets $WEB_URL
+//	web-start [ARG]…                start collab-web on a free port (with ARGs); sets
+//	                                $WEB_URL (https:// when an ARG is --tls-cert)
+//	tls-cert CERT KEY               write a self-signed certificate for 127.0.0.1
 //	http [-H 'K: V']... METHOD URL [BODY]
 //	                                one request; the response body goes to stdout,
 //	                                "status N" and the headers to stderr; fails on
@@ -32,6 +42,7 @@ import (
 func webCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"web-start": cmdWebStart,
+		"tls-cert":  cmdTLSCert,
 		"jsonvar":   cmdJSONVar,
 	}
 }
@@ -46,14 +57,22 @@ func freePort() (string, error) {
 }
 
 func cmdWebStart(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 0 {
-		ts.Fatalf("usage: web-start")
+	if neg {
+		ts.Fatalf("usage: web-start [ARG]…")
 	}
 	addr, err := freePort()
 	ts.Check(err)
 	logf, err := os.Create(ts.MkAbs("collab-web.log"))
 	ts.Check(err)
-	cmd := exec.Command(filepath.Join(ts.Getenv("BIN"), "collab-web"), "--root", ts.Getenv("ROOT"), "--listen", addr)
+	scheme, client := "http", http.DefaultClient
+	for i, a := range args {
+		if a == "--tls-cert" && i+1 < len(args) {
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM([]byte(ts.ReadFile(args[i+1])))
+			scheme, client = "https", &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		}
+	}
+	cmd := exec.Command(filepath.Join(ts.Getenv("BIN"), "collab-web"), append([]string{"--root", ts.Getenv("ROOT"), "--listen", addr}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	ts.Check(cmd.Start())
 	ts.Defer(func() {
@@ -67,10 +86,10 @@ func cmdWebStart(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		logf.Close()
 	})
-	url := "http://" + addr
+	url := scheme + "://" + addr
 	deadline := time.Now().Add(patience)
 	for {
-		resp, err := http.Get(url + "/healthz")
+		resp, err := client.Get(url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -83,6 +102,26 @@ func cmdWebStart(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Setenv("WEB_URL", url)
+}
+
+func cmdTLSCert(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: tls-cert CERT KEY")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ts.Check(err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	ts.Check(err)
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600))
 }
 
 // planHTTP plans one request of http, web or api.

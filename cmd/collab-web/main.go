@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,8 @@ func main() {
 				Usage: "how often to make up what killed hooks left undone (missed merge scans, revision refs)"},
 			&cli.DurationFlag{Name: "sweep-grace", Value: 10 * time.Second,
 				Usage: "leave a branch that moved less than this ago to its own post-receive"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this PEM certificate (chain) file; with --tls-key"},
+			&cli.StringFlag{Name: "tls-key", Usage: "the PEM private key of --tls-cert"},
 			&cli.IntFlag{Name: "git-slots", Value: web.DefaultGitSlots,
 				Usage: "how many git requests (clone, fetch, push over HTTP) run at once"},
 			&cli.DurationFlag{Name: "git-idle", Value: web.DefaultGitIdle,
@@ -83,6 +86,15 @@ func serve(c *cli.Context) error {
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
 		return err
+	}
+	// HTTPS without a proxy in front, for agents that may only speak it.
+	if cert, key := c.String("tls-cert"), c.String("tls-key"); cert != "" || key != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
 	}
 	srv := web.NewHTTPServer(ln.Addr().String(), h, log)
 
