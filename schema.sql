@@ -387,3 +387,37 @@ CREATE UNIQUE INDEX principals_by_email ON principals(email) WHERE email IS NOT 
 -- whose URL may not reach loopback, private, link-local or metadata
 -- addresses unless the operator allows a range (setting webhook_allow).
 ALTER TABLE webhooks ADD COLUMN added_by TEXT;
+
+-- migrate 9
+-- lease acquire --next --request KEY (HTTP: Idempotency-Key): the key a
+-- tenure was claimed with, and what it asked (repository, labels, TTL), so
+-- that a retry whose first answer was lost gets that tenure back while it
+-- is live, and the same key with other arguments is refused. Kept on the
+-- tenure (an append-only history already) so that a keyed claim writes no
+-- other row.
+ALTER TABLE tenures ADD COLUMN request TEXT;
+ALTER TABLE tenures ADD COLUMN request_args TEXT;
+CREATE INDEX tenures_by_request ON tenures(holder, request) WHERE request IS NOT NULL;
+
+-- A move of a patch to another base (-o base=move) makes a new revision
+-- even of a commit that already is one, so that the votes of the old base
+-- stay with its revisions: a commit may now be more than one revision of
+-- a patch. SQLite drops a UNIQUE constraint only by copying the table.
+CREATE TABLE revisions_moved (
+  repo        TEXT NOT NULL,
+  patch_id    TEXT NOT NULL,
+  number      INTEGER NOT NULL,
+  commit_oid  TEXT NOT NULL,
+  base_commit TEXT NOT NULL,
+  pusher      TEXT NOT NULL,
+  created_at  TEXT NOT NULL,
+  message     TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (repo, patch_id, number),
+  FOREIGN KEY (repo, patch_id) REFERENCES patches(repo, id)
+) STRICT;
+INSERT INTO revisions_moved(repo, patch_id, number, commit_oid, base_commit, pusher, created_at, message)
+  SELECT repo, patch_id, number, commit_oid, base_commit, pusher, created_at, message FROM revisions;
+DROP TABLE revisions;
+ALTER TABLE revisions_moved RENAME TO revisions;
+CREATE INDEX revisions_by_commit ON revisions(repo, commit_oid);
+CREATE INDEX revisions_by_patch_commit ON revisions(repo, patch_id, commit_oid);

@@ -29,7 +29,7 @@ _collab_words() {
 	"issue comment") echo "--body --lease-token --json" ;;
 	"issue close" | "issue reopen") echo "--lease-token --json" ;;
 	"issue label") echo "--add --remove --json" ;;
-	"lease acquire") echo "--next --label --ttl --force --json" ;;
+	"lease acquire") echo "--next --label --ttl --request --force --json" ;;
 	"lease renew") echo "--ttl --json" ;;
 	"lease release") echo "--force --json" ;;
 	"lease list") echo "--json" ;;

@@ -41,6 +41,10 @@ const (
 	// RateLimited is a principal's write rate spent (exit 6, HTTP 429 with
 	// Retry-After).
 	RateLimited
+	// Unprocessable is well-formed input that contradicts what the forge
+	// already holds, such as an idempotency key sent again with other
+	// arguments (exit 2, HTTP 422).
+	Unprocessable
 )
 
 // Error is a refusal with a public message and an optional private cause.
@@ -204,7 +208,7 @@ func ExitCode(err error) int {
 		return 0
 	}
 	switch KindOf(err) {
-	case Usage, TooLarge, Unsupported:
+	case Usage, TooLarge, Unsupported, Unprocessable:
 		return 2
 	case Conflict:
 		return 3
@@ -241,6 +245,8 @@ func HTTPStatus(err error) int {
 		return 503
 	case RateLimited:
 		return 429
+	case Unprocessable:
+		return 422
 	default:
 		return 500
 	}

@@ -25,6 +25,7 @@ func TestCodes(t *testing.T) {
 		{Later(nil, 0, "disk full"), 6, 503, int(DefaultRetryAfter / time.Second)},
 		{Later(nil, 1500*time.Millisecond, "busy"), 6, 503, 2},
 		{&Error{Kind: RateLimited, Msg: "rate limit", RetryAfter: 10 * time.Millisecond}, 6, 429, 1},
+		{New(Unprocessable, "key sent again with other arguments"), 2, 422, 0},
 		{fmt.Errorf("wrapped: %w", Later(nil, time.Second, "read-only")), 6, 503, 1},
 	} {
 		if tc.err == nil {

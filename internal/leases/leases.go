@@ -164,6 +164,12 @@ func expiry(now time.Time, ttl time.Duration) (exp, ttlMS any) {
 // the row's high-water mark; an expired tenure it takes over is recorded as
 // expired first (event lease.expired, once per tenure).
 func Acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string, ttl time.Duration, force bool, now time.Time) (Lease, error) {
+	return acquire(ctx, tx, repo, issueID, holder, ttl, force, nil, now)
+}
+
+// acquire is Acquire whose new tenure records req, the idempotency key it
+// was claimed with (nil: none).
+func acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string, ttl time.Duration, force bool, req *request, now time.Time) (Lease, error) {
 	if err := CheckTTL(ttl); err != nil {
 		return Lease{}, err
 	}
@@ -209,8 +215,12 @@ func Acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string
 	if err != nil {
 		return Lease{}, fmt.Errorf("write lease of %s: %w", issueID, err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO tenures(repo, issue_id, token, holder, acquired_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, repo, issueID, token, holder, ts, exp)
+	var key, args any
+	if req != nil {
+		key, args = req.key, req.args
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tenures(repo, issue_id, token, holder, acquired_at, expires_at, request, request_args)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, repo, issueID, token, holder, ts, exp, key, args)
 	if err != nil {
 		return Lease{}, fmt.Errorf("record tenure %d of %s: %w", token, issueID, err)
 	}

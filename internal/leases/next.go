@@ -86,6 +86,11 @@ func NothingToClaim(repo string, ls []string) error {
 // left it is NothingToClaim, and nothing is written. ls is checked with
 // labels.Set.
 func AcquireNext(ctx context.Context, tx store.Querier, repo, holder string, ls []string, ttl time.Duration, now time.Time) (Lease, error) {
+	return acquireNext(ctx, tx, repo, holder, ls, ttl, nil, now)
+}
+
+// acquireNext is AcquireNext whose new tenure records req (nil: none).
+func acquireNext(ctx context.Context, tx store.Querier, repo, holder string, ls []string, ttl time.Duration, req *request, now time.Time) (Lease, error) {
 	if err := CheckTTL(ttl); err != nil {
 		return Lease{}, err
 	}
@@ -100,5 +105,5 @@ func AcquireNext(ctx context.Context, tx store.Querier, repo, holder string, ls 
 	if id == "" {
 		return Lease{}, NothingToClaim(repo, ls)
 	}
-	return Acquire(ctx, tx, repo, id, holder, ttl, false, now)
+	return acquire(ctx, tx, repo, id, holder, ttl, false, req, now)
 }

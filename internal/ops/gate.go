@@ -281,6 +281,9 @@ type Submitted struct {
 	Attempts int
 	// Closed are the issues the merge closed.
 	Closed []string
+	// Already says the patch had been merged by the caller's own earlier
+	// submit (a retry): Commit is that merge's and nothing moved now.
+	Already bool
 }
 
 // Submit merges a patch's latest revision into its base branch when every
@@ -313,7 +316,7 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 	if err != nil {
 		return Submitted{}, err
 	}
-	return Submitted{Patch: shown, Commit: res.Commit, Attempts: res.Attempts, Closed: res.Closed}, nil
+	return Submitted{Patch: shown, Commit: res.Commit, Attempts: res.Attempts, Closed: res.Closed, Already: res.Already}, nil
 }
 
 // SubmitStatus says whether a patch may be submitted with strategy ("":

@@ -18,6 +18,12 @@ type AcquireNext struct {
 	// TTL is how long the lease lasts unless renewed (1s to 720h); 0 is an
 	// open-ended assignment.
 	TTL time.Duration
+	// Request is the caller's idempotency key ("": none): a retry with the
+	// same key gets the same claim back while its tenure is live.
+	Request string
+	// Keyed says a key was given at all, so that an empty one is refused
+	// rather than taken for none.
+	Keyed bool
 }
 
 // AcquireNext leases the oldest open issue of the repository that carries
@@ -34,9 +40,24 @@ func (s *Service) AcquireNext(ctx context.Context, who Actor, in AcquireNext) (l
 	if err != nil {
 		return leases.Lease{}, err
 	}
+	if in.Keyed {
+		if err := leases.CheckRequest(in.Request); err != nil {
+			return leases.Lease{}, err
+		}
+	}
 	sc, err := s.repo(ctx, who, in.Repo, access.Write)
 	if err != nil {
 		return leases.Lease{}, err
+	}
+	if in.Keyed {
+		// A retry whose claim stands is answered from a read: no writer
+		// lock, no write counted.
+		if l, ok, err := leases.Requested(ctx, s.DB.R(), who.Principal, in.Request, sc.key, ls, in.TTL, s.now()); err != nil {
+			return leases.Lease{}, err
+		} else if ok {
+			s.note("ISSUE", l.IssueID)
+			return l, nil
+		}
 	}
 	if id, err := leases.Next(ctx, s.DB.R(), sc.key, ls, s.now()); err != nil {
 		return leases.Lease{}, err
@@ -45,7 +66,11 @@ func (s *Service) AcquireNext(ctx context.Context, who Actor, in AcquireNext) (l
 	}
 	var l leases.Lease
 	err = s.write(ctx, who, func(tx store.Tx) error {
-		l, err = leases.AcquireNext(ctx, tx, sc.key, who.Principal, ls, in.TTL, s.now())
+		if in.Keyed {
+			l, err = leases.AcquireNextRequest(ctx, tx, sc.key, who.Principal, in.Request, ls, in.TTL, s.now())
+		} else {
+			l, err = leases.AcquireNext(ctx, tx, sc.key, who.Principal, ls, in.TTL, s.now())
+		}
 		return err
 	})
 	if err != nil {

@@ -110,13 +110,30 @@ func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCo
 func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher, message string, now time.Time) (rev Revision, added bool, err error) {
 	n := 0
 	for _, r := range revs {
-		if r.Commit == commit {
-			return r, false, nil
-		}
 		n = max(n, r.Number)
+	}
+	// The last revision of the commit: a base move (NewRevisionOf) may
+	// have made it more than one.
+	for i := len(revs) - 1; i >= 0; i-- {
+		if revs[i].Commit == commit {
+			return revs[i], false, nil
+		}
 	}
 	rev, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, message, now)
 	return rev, err == nil, err
+}
+
+// NewRevisionOf records commit as a new revision numbered after the last
+// of revs (read as for AddRevisionOf) even when it already is one: a move
+// of the patch to another base makes a new revision there, so that the
+// votes given on the old base, which belong to its revisions, no longer
+// count.
+func NewRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher, message string, now time.Time) (Revision, error) {
+	n := 0
+	for _, r := range revs {
+		n = max(n, r.Number)
+	}
+	return insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, message, now)
 }
 
 // insertRevision records revision number of patch id, touches the patch

@@ -190,8 +190,8 @@ func TestProcReceiveGerrit(t *testing.T) {
 	if len(got) != 1 || !strings.Contains(got[0], "reviewer zed: no such user") {
 		t.Errorf("unknown reviewer: %q", got)
 	}
-	got = f.procReceive("refs/for/main%base=abc", c3)
-	if len(got) != 1 || !strings.Contains(got[0], `unknown push option "base"`) {
+	got = f.procReceive("refs/for/main%colour=abc", c3)
+	if len(got) != 1 || !strings.Contains(got[0], `unknown push option "colour"`) {
 		t.Errorf("unknown option: %q", got)
 	}
 	if v := f.query("SELECT count(*) FROM revisions WHERE patch_id = ?", hex); v != "2" {

@@ -349,6 +349,11 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 			}
 			u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
 			if p.Base != branch {
+				// Votes belong to the base they were cast for: moving a
+				// patch is said out loud, and starts its votes again.
+				if !opts.BaseMove {
+					return fault.New(fault.Conflict, "patch %s targets %s, not %s: push it to refs/for/%s, or add -o base=move to move it to %s as a new revision (its approvals and checks start from zero); to backport it, push a commit without its Patch: trailer", id, p.Base, branch, p.Base, branch)
+				}
 				u.Base = &branch
 				p.Base = branch
 				res.retargeted = true
@@ -403,7 +408,13 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 		if opts.Message != nil {
 			msg = *opts.Message
 		}
-		rev, added, err := patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, msg, now)
+		var rev Revision
+		added := true
+		if res.retargeted {
+			rev, err = patches.NewRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, msg, now)
+		} else {
+			rev, added, err = patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, msg, now)
+		}
 		if err != nil {
 			return err
 		}

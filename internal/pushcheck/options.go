@@ -18,7 +18,7 @@ import (
 // KnownOptions are the push options collab understands, as the refusal of
 // an unknown one lists them: its own, then Gerrit's (which also work in
 // the refs/for/BASE%opt,opt=v suffix, as on Gerrit).
-const KnownOptions = "title=, description=, topic=, patch=ID, fixes=ISSUE, lease=TOKEN or lease=ISSUE:TOKEN, draft; " +
+const KnownOptions = "title=, description=, topic=, patch=ID, fixes=ISSUE, lease=TOKEN or lease=ISSUE:TOKEN, draft, base=move; " +
 	"Gerrit's r= or reviewer=, cc=, wip, private, ready, remove-private, m= or message=, hashtag= or t=, notify="
 
 // Limits on option values (the message of a refs/for tip is bounded by
@@ -54,6 +54,10 @@ type Options struct {
 	Reviewers []string
 	Hashtags  []string
 	Message   *string
+	// BaseMove (-o base=move) lets a push to refs/for/B move an existing
+	// patch of another base to B, as a new revision whose votes start
+	// from zero; without it such a push is refused.
+	BaseMove bool
 }
 
 // ParseOptions checks and reads push options ("name=value", or a bare
@@ -93,6 +97,11 @@ func ParseOptions(raw []string) (Options, error) {
 				return Options{}, err
 			}
 			o.Topic = &value
+		case "base":
+			if value != "move" {
+				return Options{}, fault.New(fault.Usage, "push option base=%s: want base=move (to move an existing patch to the pushed branch)", text.Clip(value))
+			}
+			o.BaseMove = true
 		case "draft":
 			b, err := strconv.ParseBool(value)
 			if err != nil {

@@ -265,6 +265,10 @@ type Submitted struct {
 	// Closed are the issues the merge closed (the patch's open linked
 	// ones), for the submitter to be told as a pusher is.
 	Closed []string
+	// Already is true when the patch had been merged by this submitter's
+	// own earlier submit (a retry whose answer was lost): Commit is that
+	// merge's, and nothing moved now.
+	Already bool
 }
 
 // Submit merges patch id of repo (a key) into its base branch by
@@ -289,6 +293,9 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 		p, err := patches.Get(ctx, g.DB.R(), repoKey, id)
 		if err != nil {
 			return Submitted{}, err
+		}
+		if m := p.Merge; p.State == patches.Merged && m != nil && m.Submitted && m.By == submitter {
+			return Submitted{Commit: m.Commit, Already: true}, nil
 		}
 		f, err := g.facts(ctx, g.DB.R(), p, asked)
 		if err != nil {

@@ -220,7 +220,11 @@ func TestSubmitGate(t *testing.T) {
 	if !strings.Contains(msg, "Patch: "+id+"\nReviewed-on: https://forge.example/demo/-/patches/"+id+"\nReviewed-by: bob") {
 		t.Fatalf("merge message %q", msg)
 	}
-	if _, err := f.gate.Submit(f.ctx, "demo.git", id, "", "rob"); !strings.Contains(fault.Public(err), "open (the patch is merged)") {
+	// rob's retry is told his merge; anyone else's submit is refused.
+	if again, err := f.gate.Submit(f.ctx, "demo.git", id, "", "rob"); err != nil || !again.Already || f.main() != res.Commit {
+		t.Fatalf("rob's retried submit: %+v, %v; main %s", again, err, f.main())
+	}
+	if _, err := f.gate.Submit(f.ctx, "demo.git", id, "", "bob"); !strings.Contains(fault.Public(err), "open (the patch is merged)") {
 		t.Fatalf("submit of a merged patch: %v", err)
 	}
 	var ev string

@@ -7,8 +7,11 @@ import "strings"
 // last paragraph that already is all trailers (so Patch: stays in the last
 // paragraph, where the merge scan reads it), else as a new paragraph. A
 // trailer already there is not repeated. The result ends with one newline.
+// Lines of msg past its subject that carry a footer only the forge writes
+// (ForgeOnly) are dropped first: the author's "Reviewed-by: bob" would
+// otherwise read exactly like the forge's own.
 func AddTrailers(msg string, trailers []string) string {
-	msg = strings.TrimRight(strings.ReplaceAll(msg, "\r\n", "\n"), " \t\n")
+	msg = strings.TrimRight(dropForgeOnly(strings.ReplaceAll(msg, "\r\n", "\n")), " \t\n")
 	if len(trailers) == 0 {
 		return msg + "\n"
 	}
@@ -39,6 +42,42 @@ func AddTrailers(msg string, trailers []string) string {
 		sep = ""
 	}
 	return msg + sep + strings.Join(add, "\n") + "\n"
+}
+
+// ForgeOnly are the keys of the footers a submit writes that nobody else
+// may: the forge vouches for them (who approved, where it was reviewed).
+// Patch: is not one of them: it is the author's own identity trailer.
+var ForgeOnly = [...]string{"Reviewed-on", "Reviewed-by"}
+
+// dropForgeOnly removes every line after the subject that reads as a
+// ForgeOnly footer, whatever its case, indentation (git merge --squash
+// indents) or space before the colon, and the blank lines that leaves
+// doubled.
+func dropForgeOnly(msg string) string {
+	lines := strings.Split(msg, "\n")
+	out := lines[:1]
+	dropped := false
+	for _, l := range lines[1:] {
+		key, _, ok := strings.Cut(strings.TrimLeft(l, " \t"), ":")
+		if ok && isForgeOnly(strings.TrimRight(key, " \t")) {
+			dropped = true
+			continue
+		}
+		if dropped && l == "" && out[len(out)-1] == "" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func isForgeOnly(key string) bool {
+	for _, k := range ForgeOnly {
+		if strings.EqualFold(key, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // isTrailerBlock reports whether every line of p is a trailer (or a

@@ -154,7 +154,11 @@ func (env *Env) patchSubmit(c *cli.Context) error {
 		if m := p.Merge; m != nil {
 			strategy = m.Strategy
 		}
-		fmt.Fprintf(w, "patch %s merged into %s as %s (%s, submitted by %s)\n", p.ID, p.Base, out.Commit, strategy, env.Principal)
+		already := ""
+		if out.Already {
+			already = "already "
+		}
+		fmt.Fprintf(w, "patch %s %smerged into %s as %s (%s, submitted by %s)\n", p.ID, already, p.Base, out.Commit, strategy, env.Principal)
 		// As a push that merges says it (push.Env.Scan).
 		for _, is := range out.Closed {
 			if u := env.issueURL(p.Repo, is); u != "" {

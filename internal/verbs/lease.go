@@ -65,6 +65,9 @@ func (env *Env) leaseAcquire(c *cli.Context) error {
 	if c.IsSet("label") {
 		return fault.New(fault.Usage, "usage: lease acquire REPO --next --label L: --label picks among issues for --next")
 	}
+	if c.IsSet("request") {
+		return fault.New(fault.Usage, "usage: lease acquire REPO --next --request KEY: --request keys a claim of --next (a named claim is already safe to retry)")
+	}
 	ttl, err := ttlOf(c)
 	if err != nil {
 		return err

@@ -42,7 +42,8 @@ func (s *Server) apiSetLabels(w http.ResponseWriter, r *http.Request) error {
 }
 
 // apiNextLease is POST …/leases/next: {"ttl_seconds", "labels"}, the work
-// queue's claim (lease acquire --next).
+// queue's claim (lease acquire --next), keyed by an Idempotency-Key header
+// (--request).
 func (s *Server) apiNextLease(w http.ResponseWriter, r *http.Request) error {
 	name, err := repoName(r)
 	if err != nil {
@@ -59,7 +60,15 @@ func (s *Server) apiNextLease(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.ops.AcquireNext(r.Context(), actor(r), ops.AcquireNext{Repo: name, Labels: b.Labels, TTL: ttl})
+	key, keyed := r.Header["Idempotency-Key"]
+	in := ops.AcquireNext{Repo: name, Labels: b.Labels, TTL: ttl, Keyed: keyed}
+	if keyed {
+		if len(key) != 1 {
+			return fault.NewField(fault.Usage, leases.FieldRequest, "bad %s: give it once", fault.Field(leases.FieldRequest))
+		}
+		in.Request = key[0]
+	}
+	l, err := s.ops.AcquireNext(r.Context(), actor(r), in)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -180,8 +181,11 @@ func actor(r *http.Request) ops.Actor { return ops.Actor{Principal: principalOf(
 // fieldWord words an input field the way the API takes it: a JSON field
 // (which the pages' forms share), the lease token's header.
 func fieldWord(field string) string {
-	if field == ops.FieldLeaseToken {
+	switch field {
+	case ops.FieldLeaseToken:
 		return "X-Lease-Token:"
+	case leases.FieldRequest:
+		return "Idempotency-Key"
 	}
 	return `"` + field + `"`
 }
