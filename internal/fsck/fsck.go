@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
@@ -196,6 +197,9 @@ func (c *Checker) repo(ctx context.Context, key string) error {
 	if err := c.objects(name, dir); err != nil {
 		return err
 	}
+	if err := c.gate(ctx, name, key, dir); err != nil {
+		return err
+	}
 	if err := c.hooks(ctx, name, dir, g); err != nil {
 		return err
 	}
@@ -225,6 +229,38 @@ func (c *Checker) objects(name, dir string) error {
 	if moved {
 		c.problem(true, "%s: %s; moved", name, found)
 	}
+	return nil
+}
+
+// gate names the exposure of a repository whose gate cannot run
+// (hookdir.GateDown): git skips a pre-receive it cannot run, so where serve
+// does not run the root's hooks itself a protected branch took pushes that
+// nothing checked; serve has refused them since this check exists, but a
+// push outside serve (a local path) was not. That cannot be repaired, so
+// it is reported as not repaired (fsck exits non-zero) for the operator to
+// look at; hooks then rewrites the shim, and the next fsck is clean.
+func (c *Checker) gate(ctx context.Context, name, key, dir string) error {
+	why, since := hookdir.GateDown(dir)
+	if why == "" {
+		return nil
+	}
+	rules, err := branches.List(ctx, c.DB.R(), key)
+	if err != nil {
+		return err
+	}
+	if len(rules) == 0 {
+		return nil // nothing was exposed; hooks names the hook
+	}
+	bs := make([]string, len(rules))
+	for i, r := range rules {
+		bs[i] = r.Branch
+	}
+	exposed := "protected branches exposed: " + strings.Join(bs, ", ")
+	when := "since an unknown time"
+	if !since.IsZero() {
+		when = "since " + store.FormatTime(since)
+	}
+	c.problem(false, "%s: the gate could not run (%s) %s: %s; check what reached them", name, why, when, exposed)
 	return nil
 }
 

@@ -31,8 +31,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/shellwords"
 )
 
 // FD is the hook script's fd in git and its hooks: after the relay's
@@ -139,4 +142,66 @@ func isShim(p, want string) bool {
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(len(want))+1))
 	return err == nil && bytes.Equal(b, []byte(want))
+}
+
+// GateHook is the hook that runs the gate: branch rules, push limits,
+// refs/collab (pushcheck).
+const GateHook = "pre-receive"
+
+// GateDown says why git cannot run the repository's gate (GateHook), or ""
+// when it can: the hook is missing (or a dangling link), not a regular
+// file, not executable by its owner (git would skip it), or a collab shim
+// whose binary is gone. A hook an operator wrote that runs is not down:
+// what it says is the operator's. since is when it went down, as far as
+// the filesystem can tell (the hook's change time; the hooks directory's
+// modification time for a missing hook), or the zero time.
+func GateDown(repoDir string) (why string, since time.Time) {
+	p := filepath.Join(repoDir, "hooks", GateHook)
+	st, err := os.Stat(p)
+	if err != nil {
+		if dst, err := os.Stat(filepath.Dir(p)); err == nil {
+			since = dst.ModTime()
+		}
+		return "hook " + GateHook + " is missing", since
+	}
+	since = changed(st)
+	switch {
+	case !st.Mode().IsRegular():
+		return "hook " + GateHook + " is not a regular file", since
+	case st.Mode().Perm()&0o100 == 0:
+		return fmt.Sprintf("hook %s is not executable (mode %v)", GateHook, st.Mode().Perm()), since
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "hook " + GateHook + " cannot be read", since
+	}
+	if bin := shimBinary(string(b)); bin != "" {
+		if bst, err := os.Stat(bin); err != nil || !bst.Mode().IsRegular() || bst.Mode().Perm()&0o111 == 0 {
+			return "hook " + GateHook + " runs " + bin + ", which is gone", since
+		}
+	}
+	return "", time.Time{}
+}
+
+// shimBinary is the binary a collab shim (repos.Shim) execs last, or ""
+// for a hook that is no collab shim.
+func shimBinary(s string) string {
+	if !strings.Contains(s, "Installed by collab") {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	f, err := shellwords.Split(lines[len(lines)-1])
+	if err != nil || len(f) < 2 || f[0] != "exec" {
+		return ""
+	}
+	return f[1]
+}
+
+// changed is st's change time (a chmod changes it, not the modification
+// time).
+func changed(st os.FileInfo) time.Time {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return time.Unix(s.Ctim.Sec, s.Ctim.Nsec)
+	}
+	return st.ModTime()
 }

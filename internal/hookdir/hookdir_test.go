@@ -293,3 +293,46 @@ exit 0
 		}
 	}
 }
+
+// TestGateDown: each way git cannot run the gate is named; a shim whose
+// binary is there and an operator's own hook are not down.
+func TestGateDown(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "collab-hook")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shim := func(b string) string {
+		return "#!/bin/sh\n# Installed by collab; rewritten by \"collab-hook fsck\". Do not edit.\nexec '" + b + "' --root /r hook pre-receive\n"
+	}
+	for _, tc := range []struct {
+		name, body string
+		mode       os.FileMode
+		want       string
+	}{
+		{"shim", shim(bin), 0o750, ""},
+		{"operator's hook", "#!/bin/sh\nexit 0\n", 0o750, ""},
+		{"not executable", shim(bin), 0o640, "hook pre-receive is not executable (mode -rw-r-----)"},
+		{"binary gone", shim("/nonexistent/collab-hook"), 0o750, "hook pre-receive runs /nonexistent/collab-hook, which is gone"},
+		{"missing", "", 0, "hook pre-receive is missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(repo, "hooks"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.mode != 0 {
+				p := filepath.Join(repo, "hooks", GateHook)
+				if err := os.WriteFile(p, []byte(tc.body), tc.mode); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(p, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			why, since := GateDown(repo)
+			if why != tc.want || (why != "") == since.IsZero() {
+				t.Errorf("GateDown = %q, %v; want %q", why, since, tc.want)
+			}
+		})
+	}
+}

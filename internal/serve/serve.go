@@ -9,6 +9,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -469,11 +470,30 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 			Prefetch: prefetch, Skips: skips, Gate: gate,
 		})
 	}
+	var input io.Reader = r.Stdin
+	if direct == nil && len(rules) > 0 {
+		// The slow path only (gatedown.go): a gate that cannot run.
+		if why, since := hookdir.GateDown(dir); why != "" {
+			raw, refs, err := readCommands(r.Stdin)
+			if err != nil {
+				return fail(fault.Wrap(err, "cannot read the push")), true
+			}
+			b, err := protectedTouched(ctx, git.Open(dir), refs, rules)
+			if err != nil {
+				return fail(fault.Wrap(err, "cannot read the push")), true
+			}
+			if b != "" {
+				log.WarnContext(ctx, "gate down", "OUTCOME", "refused", "BRANCH", b, "why", why, "since", since.UTC().Format(time.RFC3339))
+				return fail(gateDownRefusal(key, b, why)), true
+			}
+			input = io.MultiReader(bytes.NewReader(raw), r.Stdin)
+		}
+	}
 	go srv.Serve(run)
 	if direct != nil {
 		go direct.scripts.Serve(run)
 	}
-	if err := g.listen(r.Stdin, handoff); err != nil {
+	if err := g.listen(input, handoff); err != nil {
 		return fail(fault.Wrap(err, "cannot start git")), true
 	}
 	code, err, cerr := g.finish()
