@@ -6,8 +6,10 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -53,6 +55,14 @@ func (s *Service) Git(ctx context.Context, who Actor, name string, push bool) (G
 	rules, err := branches.List(ctx, s.DB.R(), sc.key)
 	if err != nil {
 		return GitSession{}, fault.Wrap(err, "forge database unavailable")
+	}
+	if len(rules) > 0 {
+		// git http-backend runs the repository's own hooks, and skips a
+		// pre-receive it cannot run: the gate fails closed (as serve's,
+		// which reads the commands; here the whole push is refused).
+		if why, _ := hookdir.GateDown(dir); why != "" {
+			return GitSession{}, fault.New(fault.Denied, "the gate of %s cannot run (%s) and it has protected branches: pushes are refused until the operator runs collab-hook fsck", reponame.Display(sc.key), why)
+		}
 	}
 	g.InputSize = lim.InputSize
 	g.Handoff = hookenv.Handoff{Principal: who.Principal, Root: s.Root.Dir, URL: s.URL,
