@@ -421,3 +421,34 @@ DROP TABLE revisions;
 ALTER TABLE revisions_moved RENAME TO revisions;
 CREATE INDEX revisions_by_commit ON revisions(repo, commit_oid);
 CREATE INDEX revisions_by_patch_commit ON revisions(repo, patch_id, commit_oid);
+
+-- migrate 10
+-- Completion is fenced (CONTRACT.md "Fencing"): an admin's --force
+-- takeover ends the holder's tenure as overridden, and says who did it
+-- (ended_by; NULL for every other end, whose actor is the holder, the
+-- clock or the merge's event); a merge record says whether the merged
+-- commit's content is that of one of the patch's revisions
+-- (merged_content: 'same' or 'differs'; NULL, from before, reads 'same').
+-- SQLite cannot change a CHECK constraint in place: the table is copied.
+CREATE TABLE tenures_fenced (
+  repo        TEXT NOT NULL,
+  issue_id    TEXT NOT NULL,
+  token       INTEGER NOT NULL,
+  holder      TEXT NOT NULL,
+  acquired_at TEXT NOT NULL,
+  expires_at  TEXT,
+  ended_at    TEXT,
+  end_reason  TEXT CHECK (end_reason IN ('released', 'expired', 'merged', 'overridden')),
+  request      TEXT,
+  request_args TEXT,
+  ended_by    TEXT,
+  PRIMARY KEY (repo, issue_id, token)
+) STRICT;
+INSERT INTO tenures_fenced(repo, issue_id, token, holder, acquired_at, expires_at, ended_at, end_reason, request, request_args)
+  SELECT repo, issue_id, token, holder, acquired_at, expires_at, ended_at, end_reason, request, request_args FROM tenures;
+DROP TABLE tenures;
+ALTER TABLE tenures_fenced RENAME TO tenures;
+CREATE INDEX tenures_open ON tenures(expires_at) WHERE ended_at IS NULL;
+CREATE INDEX tenures_by_request ON tenures(holder, request) WHERE request IS NOT NULL;
+
+ALTER TABLE patches ADD COLUMN merged_content TEXT CHECK (merged_content IN ('same', 'differs'));

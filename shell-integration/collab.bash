@@ -38,8 +38,8 @@ _collab_words() {
 	"patch diff") echo "--revision --from --json" ;;
 	"patch review") echo "--approve --request-changes --comment --revision --file --line --body --lease-token --json" ;;
 	"patch close" | "patch reopen") echo "--json" ;;
-	"patch merge") echo "--commit --json" ;;
-	"patch submit") echo "--strategy --json" ;;
+	"patch merge") echo "--commit --lease-token --json" ;;
+	"patch submit") echo "--strategy --lease-token --json" ;;
 	"patch check") echo "--state --revision --url --summary --json" ;;
 	"branch protect") echo "--approvals --check --strategy --direct-push --json" ;;
 	"branch unprotect" | "branch list") echo "--json" ;;

@@ -141,12 +141,13 @@ func Run(ctx context.Context, h Hook) int {
 		Root: h.Root, Repo: key, Git: g, DB: h.DB,
 		Principal: hand.Principal, WriteChecked: checked, URL: h.URL,
 		Stderr: h.Stderr, Log: h.Log, Now: time.Now, Limits: hand.Limits,
-		Prefetched: h.Prefetch,
+		Prefetched: h.Prefetch, Options: pushcheck.OptionsOf(getenv),
 	}
 	if h.Name == "pre-receive" && hand.Stamped(key, time.Now()) {
 		e.Rules, e.Level = hand.Rules, hand.Checked.Level
 	}
-	if e.DB == nil && (!checked || hand.Limits == nil || (e.Rules == nil && pushcheck.TouchesBranches(us))) {
+	fenced := h.Name == "pre-receive" && pushcheck.CarriesLease(pushcheck.OptionsOf(getenv))
+	if e.DB == nil && (fenced || !checked || hand.Limits == nil || (e.Rules == nil && pushcheck.TouchesBranches(us))) {
 		if e.DB, err = store.OpenShort(ctx, h.Root.DBPath()); err != nil {
 			return fail(fault.Default(err, "forge database unavailable"))
 		}

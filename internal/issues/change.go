@@ -62,10 +62,12 @@ func mayEdit(cur Issue, principal string, lvl access.Level, verb string) error {
 func mayChangeState(cur Issue, principal string, lvl access.Level, verb string) error {
 	if l := cur.Lease; l != nil && l.Holder != principal && lvl < access.Admin {
 		var exp any
+		until := "with no expiry"
 		if l.ExpiresAt != nil {
 			exp = *l.ExpiresAt
+			until = "until " + l.ExpiresAt.String()
 		}
-		return fault.New(fault.Conflict, "cannot %s issue %s: it is leased by %s (only the holder or an admin may)", verb, cur.ID, l.Holder).
+		return fault.New(fault.Conflict, "cannot %s issue %s: it is leased by %s %s (only the holder or an admin may)", verb, cur.ID, l.Holder, until).
 			With("holder", l.Holder).With("expires_at", exp)
 	}
 	return nil

@@ -35,6 +35,9 @@ const (
 	EndReleased = "released"
 	EndExpired  = "expired"
 	EndMerged   = "merged"
+	// EndOverridden: a repository admin took the live lease with --force;
+	// the tenure records who (EndedBy).
+	EndOverridden = "overridden"
 )
 
 // Lease is the contract's lease object: the current tenure of a live lease.
@@ -58,6 +61,9 @@ type Tenure struct {
 	ExpiresAt  *store.Time `json:"expires_at"`
 	EndedAt    *store.Time `json:"ended_at"`
 	EndReason  *string     `json:"end_reason"`
+	// EndedBy is who ended it, where that is not the holder or the clock:
+	// the admin of an overridden tenure; nil otherwise.
+	EndedBy *string `json:"ended_by"`
 }
 
 // Scanned builds the lease object from its stored columns: acquired and
@@ -159,7 +165,7 @@ func expiry(now time.Time, ttl time.Duration) (exp, ttlMS any) {
 // A live lease of holder is returned as it is, same token, with its expiry
 // refreshed from ttl, so that a retrying client never deadlocks against
 // itself. A live lease of another is a fault.Conflict naming the holder,
-// unless force (an admin's override) ends it as released. Otherwise (never
+// unless force (an admin's override) ends it as overridden, by holder. Otherwise (never
 // leased, released, expired) a new tenure starts with the token one above
 // the row's high-water mark; an expired tenure it takes over is recorded as
 // expired first (event lease.expired, once per tenure).
@@ -198,7 +204,7 @@ func acquire(ctx context.Context, tx store.Querier, repo, issueID, holder string
 		if !force {
 			return Lease{}, heldBy(r, issueID, "lease not acquired")
 		}
-		if err := end(ctx, tx, repo, issueID, r, EndReleased, holder, now); err != nil {
+		if err := end(ctx, tx, repo, issueID, r, EndOverridden, holder, now); err != nil {
 			return Lease{}, err
 		}
 	} else if r.expired(ts) {
@@ -322,12 +328,17 @@ func free(ctx context.Context, tx store.Querier, repo, issueID string) error {
 	return nil
 }
 
-// end closes the live tenure r now for reason (released or merged), frees
-// the row and emits lease.released.
+// end closes the live tenure r now for reason (released, merged or
+// overridden), frees the row and emits lease.released. An overridden
+// tenure records its actor, the admin who took it, as ended_by.
 func end(ctx context.Context, tx store.Querier, repo, issueID string, r row, reason, actor string, now time.Time) error {
 	ts := store.FormatTime(now)
-	if _, err := tx.ExecContext(ctx, `UPDATE tenures SET ended_at = ?, end_reason = ?
-		WHERE repo = ? AND issue_id = ? AND token = ? AND ended_at IS NULL`, ts, reason, repo, issueID, r.token); err != nil {
+	var by *string
+	if reason == EndOverridden {
+		by = &actor
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tenures SET ended_at = ?, end_reason = ?, ended_by = ?
+		WHERE repo = ? AND issue_id = ? AND token = ? AND ended_at IS NULL`, ts, reason, by, repo, issueID, r.token); err != nil {
 		return fmt.Errorf("end tenure %d of %s: %w", r.token, issueID, err)
 	}
 	if err := free(ctx, tx, repo, issueID); err != nil {
@@ -337,7 +348,7 @@ func end(ctx context.Context, tx store.Querier, repo, issueID string, r row, rea
 	if err != nil {
 		return err
 	}
-	t.EndedAt, t.EndReason = store.TimePtr(now), &reason
+	t.EndedAt, t.EndReason, t.EndedBy = store.TimePtr(now), &reason, by
 	_, err = events.Emit(ctx, tx, events.LeaseReleased, repo, actor, now, t)
 	return err
 }
@@ -436,7 +447,7 @@ func List(ctx context.Context, q store.Querier, repo string, now time.Time) ([]L
 // first. A tenure that ran out but was not yet swept is shown as it will be
 // recorded: ended at its expiry, reason expired.
 func Tenures(ctx context.Context, q store.Querier, repo, issueID string, now time.Time) ([]Tenure, error) {
-	rows, err := q.QueryContext(ctx, `SELECT token, holder, acquired_at, expires_at, ended_at, end_reason
+	rows, err := q.QueryContext(ctx, `SELECT token, holder, acquired_at, expires_at, ended_at, end_reason, ended_by
 		FROM tenures WHERE repo = ? AND issue_id = ? ORDER BY token`, repo, issueID)
 	if err != nil {
 		return nil, fmt.Errorf("read tenures of %s: %w", issueID, err)
@@ -445,8 +456,8 @@ func Tenures(ctx context.Context, q store.Querier, repo, issueID string, now tim
 	out := []Tenure{}
 	for rows.Next() {
 		t := Tenure{Repo: repo, IssueID: issueID}
-		var exp, ended, reason sql.NullString
-		err := rows.Scan(&t.Token, &t.Holder, &t.AcquiredAt, &exp, &ended, &reason)
+		var exp, ended, reason, by sql.NullString
+		err := rows.Scan(&t.Token, &t.Holder, &t.AcquiredAt, &exp, &ended, &reason, &by)
 		if err == nil {
 			t.ExpiresAt, err = store.NullTime(exp)
 		}
@@ -455,6 +466,9 @@ func Tenures(ctx context.Context, q store.Querier, repo, issueID string, now tim
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read tenures of %s: %w", issueID, err)
+		}
+		if by.Valid {
+			t.EndedBy = &by.String
 		}
 		if ended.Valid {
 			t.EndReason = &reason.String

@@ -472,8 +472,12 @@ func TestForceOverridesLiveLease(t *testing.T) {
 	if err != nil || l.Token != 2 || l.Holder != "admin" {
 		t.Fatalf("forced acquire = %+v, %v", l, err)
 	}
-	if _, reason := f.rawTenure(issueA, 1); reason.String != "released" {
+	if _, reason := f.rawTenure(issueA, 1); reason.String != EndOverridden {
 		t.Fatalf("overridden tenure ended %v", reason)
+	}
+	ts, err := Tenures(f.ctx, f.db.R(), repo, issueA, t0.Add(time.Second))
+	if err != nil || len(ts) != 2 || ts[0].EndedBy == nil || *ts[0].EndedBy != "admin" || ts[1].EndedBy != nil {
+		t.Fatalf("tenures after the override = %+v, %v", ts, err)
 	}
 	err = f.db.Write(f.ctx, func(tx *sql.Tx) error {
 		ok, err := Release(f.ctx, tx, repo, issueA, "root", true, t0.Add(2*time.Second))

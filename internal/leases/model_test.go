@@ -76,11 +76,11 @@ func (m *model) acquire(h string, ttl time.Duration, now time.Time) outcome {
 	return okOut(m.token, m.exp)
 }
 
-// force is an admin's override: a live lease of another ends (released)
-// and a new tenure starts; otherwise it is a plain acquire.
+// force is an admin's override: a live lease of another ends
+// (overridden) and a new tenure starts; otherwise it is a plain acquire.
 func (m *model) force(h string, ttl time.Duration, now time.Time) outcome {
 	if m.live(now) && m.holder != h {
-		m.end(EndReleased)
+		m.end(EndOverridden)
 	}
 	return m.acquire(h, ttl, now)
 }

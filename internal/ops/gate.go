@@ -268,6 +268,9 @@ type Submit struct {
 	// Strategy is merge, ff-only, rebase or squash; "" takes the branch
 	// rule's (merge on an unprotected branch).
 	Strategy string
+	// LeaseToken fences the submit as a review's token does: "N" when the
+	// patch links exactly one issue, else "ISSUE:N"; "" for none.
+	LeaseToken string
 }
 
 // Submitted is a submit's outcome: the merged patch and what the branch
@@ -297,7 +300,18 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 			return Submitted{}, err
 		}
 	}
+	fence, err := review.ParseFence(in.LeaseToken)
+	if err != nil {
+		return Submitted{}, fault.OnField(err, FieldLeaseToken)
+	}
 	t, err := s.target(ctx, who, in.Patch, access.Write, patches.Resolve, "PATCH")
+	if err != nil {
+		return Submitted{}, err
+	}
+	// Completion is fenced: checked here, before anything is built, and
+	// again where the merge is recorded, after the branch moved (a
+	// takeover between keeps the issue open there).
+	tokens, err := review.MayComplete(ctx, s.DB.R(), t.key, t.id, who.Principal, t.lvl >= access.Admin, fence, "submit", s.now())
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -307,7 +321,7 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 	if err := s.write(ctx, who, func(store.Tx) error { return nil }); err != nil {
 		return Submitted{}, err
 	}
-	res, err := s.gate().Submit(ctx, t.key, t.id, in.Strategy, who.Principal)
+	res, err := s.gate().SubmitFenced(ctx, t.key, t.id, in.Strategy, who.Principal, tokens)
 	if err != nil {
 		return Submitted{}, err
 	}

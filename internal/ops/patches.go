@@ -10,9 +10,12 @@ import (
 	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/store"
@@ -402,6 +405,9 @@ type Merge struct {
 	// Commit is a full or abbreviated oid, reachable from the patch's
 	// target branch.
 	Commit string
+	// LeaseToken fences the record as a review's token does: "N" when the
+	// patch links exactly one issue, else "ISSUE:N"; "" for none.
+	LeaseToken string
 }
 
 // RecordMerge records by hand that a patch was merged (write access): the
@@ -409,6 +415,10 @@ type Merge struct {
 // again is a no-op (Changed false); another commit, or a closed patch, is
 // a conflict.
 func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchChange, patches.Merge, error) {
+	fence, err := review.ParseFence(in.LeaseToken)
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, fault.OnField(err, FieldLeaseToken)
+	}
 	t, err := s.target(ctx, who, in.Patch, access.Write, patches.Resolve, "PATCH")
 	if err != nil {
 		return PatchChange{}, patches.Merge{}, err
@@ -427,6 +437,17 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 	oid, err := review.MergeCommit(ctx, dir, in.Commit, p.Base)
 	if err != nil {
 		return PatchChange{}, patches.Merge{}, fault.OnField(err, FieldCommit)
+	}
+	// Whether the commit is the patch's work decides whether its linked
+	// issues close; git is asked before the write.
+	repo := git.Open(dir)
+	cs, err := repo.Commits(ctx, oid)
+	if err != nil || len(cs) != 1 {
+		return PatchChange{}, patches.Merge{}, fault.Default(err, "cannot read commit "+oid)
+	}
+	content, err := push.ContentOf(ctx, repo, s.DB.R(), t.key, t.id, oid, cs[0].Parents)
+	if err != nil {
+		return PatchChange{}, patches.Merge{}, err
 	}
 	var m patches.Merge
 	var recorded bool
@@ -452,14 +473,27 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 			return fault.New(fault.Conflict, "patch %s is closed: reopen it before recording its merge", t.id)
 		}
 		now := s.now()
-		merged, err := patches.RecordMerge(ctx, tx, t.key, t.id, cur.Base, oid, who.Principal, now)
+		// Check and record share this transaction: no takeover between.
+		tokens, err := review.MayComplete(ctx, tx, t.key, t.id, who.Principal, t.lvl >= access.Admin, fence, "record the merge of", now)
 		if err != nil {
 			return err
 		}
-		if !merged {
+		m = patches.Merge{Branch: cur.Base, Commit: oid, By: who.Principal, Strategy: patches.ByManual, Content: content}
+		comp := patches.Completion{Closer: issues.Closer{
+			What:   "the merge of patch " + t.id + " into " + cur.Base + " as " + oid + " recorded by " + who.Principal,
+			Tokens: tokens,
+			Admin:  func() (bool, error) { return t.lvl >= access.Admin, nil },
+		}}
+		// A commit that is not the patch's work closes none of its issues.
+		comp.OwnOnly = content == patches.ContentDiffers
+		done, err := patches.RecordMergeFenced(ctx, tx, t.key, t.id, m, comp, now)
+		if err != nil {
+			return err
+		}
+		if !done.Merged {
 			return fault.New(fault.Conflict, "patch %s is no longer open", t.id)
 		}
-		m = patches.Merge{Branch: cur.Base, Commit: oid, By: who.Principal, At: store.At(now), Strategy: patches.ByPush}
+		m.At = store.At(now)
 		recorded = true
 		return nil
 	})

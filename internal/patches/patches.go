@@ -52,11 +52,24 @@ type Merge struct {
 	At        store.Time `json:"at"`
 	Strategy  string     `json:"strategy"`
 	Submitted bool       `json:"submitted"`
+	// Content is ContentSame when the merged commit's content is that of
+	// one of the patch's revisions (git patch-id --stable), else
+	// ContentDiffers: a commit that only carries the patch's trailer.
+	Content string `json:"content"`
 }
 
-// ByPush is the strategy of a merge the merge scan (or a manual patch
-// merge) recorded.
-const ByPush = "push"
+// ByPush is the strategy of a merge the merge scan recorded; ByManual of
+// one recorded by hand (patch merge).
+const (
+	ByPush   = "push"
+	ByManual = "manual"
+)
+
+// What a merged commit's content is to the patch it is credited to.
+const (
+	ContentSame    = "same"
+	ContentDiffers = "differs"
+)
 
 // Review is the contract's review object (reviews.go keeps its table).
 // File and Line are null unless the review is an inline comment.
@@ -121,24 +134,24 @@ func ResolveStripped(ctx context.Context, q store.Querier, repo, prefix string) 
 
 const patchCols = `seq, id, repo, title, description, topic, draft, state, author, base,
 	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at,
-	COALESCE(merged_strategy, 'push'), merged_submitted`
+	COALESCE(merged_strategy, 'push'), merged_submitted, COALESCE(merged_content, 'same')`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanPatch(s scanner) (Patch, error) {
 	var p Patch
 	var mb, mc, mby, mat sql.NullString
-	var strategy string
+	var strategy, content string
 	var submitted bool
 	// The typed fields scan as the strings they are, on database/sql's
 	// fast path for *string; the forge wrote these columns itself.
 	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, (*string)(&p.State),
-		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted)
+		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted, &content)
 	if err != nil {
 		return Patch{}, err
 	}
 	if mc.Valid {
-		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String, Strategy: strategy, Submitted: submitted}
+		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String, Strategy: strategy, Submitted: submitted, Content: content}
 		at, err := store.NullTime(mat)
 		if err != nil {
 			return Patch{}, err

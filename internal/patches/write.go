@@ -176,40 +176,97 @@ func RecordMerge(ctx context.Context, tx store.Querier, repo, patchID, branch, c
 // empty Strategy is ByPush), emits merge.recorded and closes every issue
 // the patch links (issues.CloseByMerge, which also ends a live lease on
 // it), all inside tx. A patch that is no longer open is left alone
-// (merged=false), so re-running the merge scan is idempotent.
+// (merged=false), so re-running the merge scan is idempotent. Merges
+// that complete someone's work go through RecordMergeFenced.
 func RecordMergeAs(ctx context.Context, tx store.Querier, repo, patchID string, m Merge, now time.Time) (merged bool, err error) {
+	r, err := recordMerge(ctx, tx, repo, patchID, m, nil, now, func(iss string) (bool, *issues.Kept, error) {
+		return true, nil, issues.CloseByMerge(ctx, tx, repo, iss, m.By, m.Commit, now)
+	})
+	return r.Merged, err
+}
+
+// Completion is how a merge completes the work of the issues it fixes:
+// fenced by issues.CloseFenced with Closer (whose By and Commit are the
+// merge's), closing the issues the patch links, or only Own where
+// OwnOnly (a merge whose content differs from every revision of the
+// patch closes only what its own commits' Fixes: name).
+type Completion struct {
+	Closer  issues.Closer
+	OwnOnly bool
+	Own     []string
+}
+
+// Recorded is what RecordMergeFenced did: whether it recorded the merge,
+// the issues it closed and those a lease kept open.
+type Recorded struct {
+	Merged bool
+	Closed []string
+	Kept   []issues.Kept
+}
+
+// RecordMergeFenced is RecordMergeAs for a merge that completes work:
+// each issue it would close is closed by issues.CloseFenced, so a merge
+// never ends a tenure it was not allowed to end.
+func RecordMergeFenced(ctx context.Context, tx store.Querier, repo, patchID string, m Merge, c Completion, now time.Time) (Recorded, error) {
+	c.Closer.By, c.Closer.Commit = m.By, m.Commit
+	var own []string
+	if c.OwnOnly {
+		own = append([]string{}, c.Own...)
+	}
+	return recordMerge(ctx, tx, repo, patchID, m, own, now, func(iss string) (bool, *issues.Kept, error) {
+		return issues.CloseFenced(ctx, tx, repo, iss, c.Closer, now)
+	})
+}
+
+// recordMerge marks the patch merged and closes, by close, the issues it
+// links (own instead, when not nil).
+func recordMerge(ctx context.Context, tx store.Querier, repo, patchID string, m Merge, own []string, now time.Time,
+	close func(iss string) (bool, *issues.Kept, error)) (Recorded, error) {
 	at := store.FormatTime(now)
 	m.At = store.At(now)
 	if m.Strategy == "" {
 		m.Strategy = ByPush
 	}
+	if m.Content == "" {
+		m.Content = ContentSame
+	}
 	res, err := tx.ExecContext(ctx, `UPDATE patches SET state = 'merged', merged_branch = ?, merged_commit = ?, merged_by = ?, merged_at = ?,
-		merged_strategy = ?, merged_submitted = ?, updated_at = ?
-		WHERE repo = ? AND id = ? AND state = 'open'`, m.Branch, m.Commit, m.By, at, m.Strategy, m.Submitted, at, repo, patchID)
+		merged_strategy = ?, merged_submitted = ?, merged_content = ?, updated_at = ?
+		WHERE repo = ? AND id = ? AND state = 'open'`, m.Branch, m.Commit, m.By, at, m.Strategy, m.Submitted, m.Content, at, repo, patchID)
 	if err != nil {
-		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
+		return Recorded{}, fmt.Errorf("record merge of %s: %w", patchID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err
+		return Recorded{}, err
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO patch_events(repo, patch_id, kind, actor, at) VALUES (?, ?, 'merged', ?, ?)",
 		repo, patchID, m.By, at); err != nil {
-		return false, fmt.Errorf("record merge of %s: %w", patchID, err)
+		return Recorded{}, fmt.Errorf("record merge of %s: %w", patchID, err)
 	}
-	data := map[string]any{"patch_id": patchID, "merge": m, "strategy": m.Strategy, "by": m.By, "submitted": m.Submitted}
+	data := map[string]any{"patch_id": patchID, "merge": m, "strategy": m.Strategy, "by": m.By, "submitted": m.Submitted, "content": m.Content}
 	if _, err := events.Emit(ctx, tx, events.MergeRecorded, repo, m.By, now, data); err != nil {
-		return false, err
+		return Recorded{}, err
 	}
-	linked, err := Issues(ctx, tx, repo, patchID)
-	if err != nil {
-		return false, err
-	}
-	for _, iss := range linked {
-		if err := issues.CloseByMerge(ctx, tx, repo, iss, m.By, m.Commit, now); err != nil {
-			return false, fmt.Errorf("close issue %s fixed by %s: %w", iss, patchID, err)
+	linked := own
+	if linked == nil {
+		if linked, err = Issues(ctx, tx, repo, patchID); err != nil {
+			return Recorded{}, err
 		}
 	}
-	return true, nil
+	out := Recorded{Merged: true}
+	for _, iss := range linked {
+		closed, kept, err := close(iss)
+		if err != nil {
+			return Recorded{}, fmt.Errorf("close issue %s fixed by %s: %w", iss, patchID, err)
+		}
+		if closed {
+			out.Closed = append(out.Closed, iss)
+		}
+		if kept != nil {
+			out.Kept = append(out.Kept, *kept)
+		}
+	}
+	return out, nil
 }
 
 // SetState closes (state "closed") or reopens (state "open") a patch,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -34,8 +36,12 @@ type Merged struct {
 	// By is whom the merge is credited to.
 	By string
 	// Closed are the issues the merge closed (those the patch links that
-	// were open).
+	// were open); Kept those a lease of someone else kept open.
 	Closed []string
+	Kept   []issues.Kept
+	// Content is patches.ContentDiffers where the commit only carries the
+	// patch's trailer; "" or same otherwise.
+	Content string
 }
 
 // ErrTooBig stops a merge scan that reached its commit budget.
@@ -70,6 +76,15 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 	}
 	if len(heads) == 0 {
 		return nil, nil
+	}
+	if e.Tokens == nil && pushcheck.CarriesLease(e.Options) {
+		// Pre-receive checked them; a takeover since is what the record
+		// checks again (issues.CloseFenced).
+		if opts, err := pushcheck.ParseOptions(e.Options); err == nil {
+			if e.Tokens, _, err = e.leaseTokens(ctx, e.DB.R(), heads, opts); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// A push of one branch (nearly every push) reads the open patches
 	// targeting it at once, which says whether there are any and is what
@@ -183,18 +198,25 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			base = e.baseURL(ctx)
 		}
 		for _, m := range merged {
-			log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned, "DURATION_MS", ms(start))
+			log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned, "content", m.Content, "DURATION_MS", ms(start))
 			line := "patch " + m.PatchID + " merged into " + branch + " as " + m.Commit
 			if u := e.patchURL(base, m.PatchID); u != "" {
 				line += ": " + u
 			}
 			e.say("%s", line)
+			if m.Content == patches.ContentDiffers {
+				e.say("patch %s: %s differs in content from every revision; the issues the patch links stay open", m.PatchID, m.Commit)
+			}
 			for _, is := range m.Closed {
 				line := "closed issue " + is
 				if base != "" {
 					line += ": " + base + "/" + reponame.Display(e.Repo) + "/-/issues/" + is
 				}
 				e.say("%s", line)
+			}
+			for _, k := range m.Kept {
+				log.Info("not closing", "PATCH", m.PatchID, "ISSUE", k.IssueID, "OUTCOME", "kept", "holder", k.Holder, "commit", m.Commit)
+				e.say("not closing %s: %s", k.IssueID, k.Why())
 			}
 		}
 		if len(merged) == 0 {
@@ -505,6 +527,20 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 		}
 		bases[id] = b
 	}
+	// A commit credited by its trailer alone may not be the patch's work
+	// at all (anyone can write the trailer): its content decides whether
+	// the patch's linked issues close through it. Asked only here, off
+	// the path of a push that merges pinned revisions.
+	content := map[string]string{}
+	for _, id := range order {
+		if m := found[id]; m.number == 0 {
+			c, err := e.contentOf(ctx, id, m.commit, m.parents)
+			if err != nil {
+				return nil, fault.Wrap(err, "merge scan failed")
+			}
+			content[id] = c
+		}
+	}
 	now := e.Now()
 	// Pinned revisions get their refs after the commit, like a push's.
 	unlock, err := LockRefs(ctx, e.Git.Dir)
@@ -540,18 +576,24 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 					refs = append(refs, PatchRefs(id, revs)...)
 				}
 			}
-			if err := e.linkFixes(ctx, tx, id, m.fixes); err != nil {
+			comp := patches.Completion{Closer: e.closer(ctx, tx, id, r, m.commit)}
+			rec.Content = content[id]
+			if rec.Content == patches.ContentDiffers {
+				// Only the commit's own Fixes: count, fenced as any.
+				comp.OwnOnly = true
+				if comp.Own, err = e.resolveFixes(ctx, tx, m.fixes); err != nil {
+					return err
+				}
+			} else if err := e.linkFixes(ctx, tx, id, m.fixes); err != nil {
 				return err
 			}
-			if rec.Closed, err = openLinked(ctx, tx, e.Repo, id, now); err != nil {
-				return err
-			}
-			merged, err := patches.RecordMergeAs(ctx, tx, e.Repo, id,
-				patches.Merge{Branch: r.Branch, Commit: m.commit, By: r.By, Strategy: r.Strategy, Submitted: r.Submitted}, now)
+			done, err := patches.RecordMergeFenced(ctx, tx, e.Repo, id,
+				patches.Merge{Branch: r.Branch, Commit: m.commit, By: r.By, Strategy: r.Strategy, Submitted: r.Submitted, Content: rec.Content}, comp, now)
 			if err != nil {
 				return err
 			}
-			if merged {
+			if done.Merged {
+				rec.Closed, rec.Kept = done.Closed, done.Kept
 				out = append(out, rec)
 			}
 		}
@@ -578,32 +620,91 @@ func isPinned(ps []patches.Pinned, id string) bool {
 	return false
 }
 
-// openLinked returns the open issues patch id links: those its merge
-// closes (patches.RecordMerge), read in the merge's own transaction.
-func openLinked(ctx context.Context, tx store.Querier, repo, id string, now time.Time) ([]string, error) {
-	linked, err := patches.Issues(ctx, tx, repo, id)
-	if err != nil {
-		return nil, err
+// closer is how the merge of patch id at commit, found by r, completes
+// the issues it fixes: fenced (issues.CloseFenced) by who made it, whose
+// admin level is asked only for an issue someone else holds, and by the
+// lease tokens the pusher's own move carried.
+func (e *Env) closer(ctx context.Context, tx store.Querier, id string, r ScanRange, commit string) issues.Closer {
+	c := issues.Closer{
+		What: "the merge of patch " + id + " into " + r.Branch + " as " + commit + " by " + r.By,
+		Admin: func() (bool, error) {
+			lvl, err := access.Of(ctx, tx, r.By, e.Repo)
+			return lvl >= access.Admin, err
+		},
 	}
-	var open []string
-	for _, is := range linked {
-		cur, ok, err := issues.Lookup(ctx, tx, repo, is, now)
-		if err != nil {
-			return nil, err
-		}
-		if ok && cur.State == issues.Open {
-			open = append(open, is)
-		}
+	if r.By == e.Principal {
+		c.Tokens = e.Tokens
 	}
-	return open, nil
+	return c
 }
 
-// linkFixes links the issues that Fixes: trailers of merged commits name,
-// so that RecordMerge closes them. A trailer naming no issue of this
-// repository (or not an id at all: Fixes: is also used for commits) is
-// skipped; the holder rule does not apply to merges.
-func (e *Env) linkFixes(ctx context.Context, tx *sql.Tx, patchID string, fixes []string) error {
+// contentOf is ContentOf in this hook's repository.
+func (e *Env) contentOf(ctx context.Context, id, commit string, parents []string) (string, error) {
+	return ContentOf(ctx, e.Git, e.DB.R(), e.Repo, id, commit, parents)
+}
+
+// ContentOf says whether commit (with its parents), credited to patch id
+// of repo by its trailer or by hand, is one of the patch's revisions in
+// content (patches.ContentSame) or not (ContentDiffers): a revision's own
+// commit, or its diff against its first parent has the patch-id (git
+// patch-id --stable) of a revision's tip commit or of a revision's whole
+// diff (base_commit..commit, as a squash makes it).
+func ContentOf(ctx context.Context, g git.Repo, q store.Querier, repo, id, commit string, parents []string) (string, error) {
+	revs, err := patches.Revisions(ctx, q, repo, id)
+	if err != nil {
+		return "", err
+	}
+	for _, rev := range revs {
+		if rev.Commit == commit {
+			return patches.ContentSame, nil
+		}
+	}
+	from := ""
+	if len(parents) > 0 {
+		from = parents[0]
+	}
+	want, err := g.PatchID(ctx, from, commit)
+	if err != nil {
+		return "", err
+	}
+	var tips []string
+	for _, rev := range revs {
+		if git.IsOID(rev.BaseCommit) {
+			if pid, err := g.PatchID(ctx, rev.BaseCommit, rev.Commit); err != nil {
+				return "", err
+			} else if pid == want {
+				return patches.ContentSame, nil
+			}
+		}
+		tips = append(tips, rev.Commit)
+	}
+	if len(tips) == 0 {
+		return patches.ContentDiffers, nil
+	}
+	cs, err := g.Commits(ctx, tips...)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range cs {
+		from := ""
+		if len(c.Parents) > 0 {
+			from = c.Parents[0]
+		}
+		if pid, err := g.PatchID(ctx, from, c.OID); err != nil {
+			return "", err
+		} else if pid == want {
+			return patches.ContentSame, nil
+		}
+	}
+	return patches.ContentDiffers, nil
+}
+
+// resolveFixes returns the issues of this repository that Fixes: trailers
+// name, once each. A trailer naming no issue here (or not an id at all:
+// Fixes: is also used for commits) is skipped.
+func (e *Env) resolveFixes(ctx context.Context, tx store.Querier, fixes []string) ([]string, error) {
 	seen := map[string]bool{}
+	var out []string
 	for _, f := range fixes {
 		f = strings.ToLower(f)
 		if seen[f] {
@@ -615,8 +716,24 @@ func (e *Env) linkFixes(ctx context.Context, tx *sql.Tx, patchID string, fixes [
 			if k := fault.KindOf(err); k == fault.NotFound || k == fault.Usage {
 				continue
 			}
-			return err
+			return nil, err
 		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// linkFixes links the issues that Fixes: trailers of merged commits name,
+// so that the merge closes them (fenced, issues.CloseFenced); the holder
+// rule of a refs/for push does not apply to links made by merges.
+func (e *Env) linkFixes(ctx context.Context, tx *sql.Tx, patchID string, fixes []string) error {
+	ids, err := e.resolveFixes(ctx, tx, fixes)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
 		if _, err := patches.LinkIssue(ctx, tx, e.Repo, patchID, id); err != nil {
 			return err
 		}

@@ -17,8 +17,12 @@ import (
 // whose hand-off covers all of it; this is the rest.
 func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
 	start := time.Now()
-	err := preReceive(ctx, e, updates, rawOpts)
+	issue, err := preReceive(ctx, e, updates, rawOpts)
 	log := e.logger()
+	if issue != "" {
+		// journalctl ISSUE=… finds the pushes refused for it.
+		log = log.With("ISSUE", issue)
+	}
 	if err == nil && e.Passed != nil {
 		log = log.With(e.Passed(updates)...)
 	}
@@ -26,20 +30,21 @@ func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 	return err
 }
 
-func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
+// preReceive decides; issue is the issue a refusal was about, if any.
+func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) (issue string, err error) {
 	if len(updates) == 0 {
-		return nil
+		return "", nil
 	}
 	if !e.WriteChecked {
 		if _, err := access.Require(ctx, e.DB.R(), e.Principal, e.Repo, access.Write); err != nil {
-			return err
+			return "", err
 		}
 	}
 	lim, err := e.limits(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return pushcheck.Check(ctx, pushcheck.Push{
+	err = pushcheck.Check(ctx, pushcheck.Push{
 		Principal: e.Principal, Repo: e.Repo, Updates: updates, Options: rawOpts,
 		Limits: lim, Git: e.Git,
 		Rules: func(ctx context.Context) (map[string]pushcheck.Rule, error) {
@@ -57,4 +62,10 @@ func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 			return lvl >= access.Admin, err
 		},
 	})
+	if err != nil {
+		return "", err
+	}
+	// A token is checked on every push (CONTRACT.md "Fencing"), refs/for
+	// ones by proc-receive inside the transaction that records them.
+	return e.fenceTokens(ctx, updates, rawOpts)
 }

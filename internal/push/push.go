@@ -62,6 +62,13 @@ type Env struct {
 	// entry is logged, and what it returns goes on the entry: serve,
 	// running pre-receive, shuts the post-receive gate there.
 	Passed func(updates []Update) (attrs []any)
+	// Options are the push's raw push options (post-receive reads its
+	// lease= tokens from them into Tokens).
+	Options []string
+	// Tokens are the lease tokens the pusher's (or submitter's) move
+	// carried, by full issue id: the merge it records closes an issue
+	// only while its token is the live tenure's (issues.CloseFenced).
+	Tokens map[string]int64
 	// prefetched counts the reads this run took from Prefetched.
 	prefetched int
 }

@@ -220,6 +220,18 @@ func line(what, v string, limit int) error {
 // GIT_PUSH_OPTION_COUNT and GIT_PUSH_OPTION_0….
 func EnvOptions() []string { return OptionsOf(os.Getenv) }
 
+// CarriesLease reports whether raw push options hold a lease= option: a
+// push whose tokens pre-receive checks against the database (not a
+// decision for the lean pre-receive, which has none).
+func CarriesLease(rawOpts []string) bool {
+	for _, o := range rawOpts {
+		if strings.HasPrefix(o, "lease=") || o == "lease" {
+			return true
+		}
+	}
+	return false
+}
+
 // OptionsOf is EnvOptions read through getenv: a hook's environment
 // that is not this process's.
 func OptionsOf(getenv func(string) string) []string {

@@ -279,6 +279,13 @@ type Submitted struct {
 // (push.RecordSubmitted). A refusal is fault.Conflict with the
 // requirements as the field "requirements".
 func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string) (Submitted, error) {
+	return g.SubmitFenced(ctx, repoKey, id, asked, submitter, nil)
+}
+
+// SubmitFenced is Submit with the lease tokens the submit carried, by
+// full issue id: the merge closes such an issue only while its token is
+// the live tenure's (issues.CloseFenced).
+func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter string, tokens map[string]int64) (Submitted, error) {
 	if asked != "" {
 		if err := branches.CheckStrategy(asked); err != nil {
 			return Submitted{}, err
@@ -367,7 +374,7 @@ func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string)
 			g.AfterMove()
 		}
 		env := &push.Env{Root: g.Root, DB: g.DB, Repo: repoKey, Git: repo, Principal: submitter,
-			Stderr: io.Discard, Log: g.Log, Now: g.now}
+			Stderr: io.Discard, Log: g.Log, Now: g.now, Tokens: tokens}
 		merged, err := push.RecordSubmitted(ctx, env, p.Base, tip, res.Commit, st.Strategy)
 		if err != nil {
 			return Submitted{}, fault.Default(err, fmt.Sprintf("patch %s was merged into %s as %s, but recording it failed (the next push, the sweep or fsck records it)", p.ID, p.Base, res.Commit))

@@ -113,9 +113,10 @@ func gateSubcommands(env *Env) []*cli.Command {
 		{
 			Name:      "submit",
 			Usage:     "merge the latest revision into its base branch, if every submit requirement holds",
-			ArgsUsage: "REPO ID [--strategy merge|ff-only|rebase|squash]",
+			ArgsUsage: "REPO ID [--strategy merge|ff-only|rebase|squash] [--lease-token N|ISSUE:N]",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "strategy", Usage: "how to merge (default: the branch rule's, else merge)"},
+				&cli.StringFlag{Name: "lease-token", Usage: "fencing token: N when the patch links one issue, else ISSUE:N"},
 				JSONFlag,
 			},
 			Action: env.patchSubmit,
@@ -144,7 +145,7 @@ func (env *Env) patchSubmit(c *cli.Context) error {
 	if c.IsSet("strategy") && c.String("strategy") == "" {
 		return fault.New(fault.Usage, "bad strategy \"\": want %s", strings.Join(branches.Strategies, ", "))
 	}
-	out, err := env.Ops().Submit(c.Context, env.actor(), ops.Submit{Patch: r, Strategy: c.String("strategy")})
+	out, err := env.Ops().Submit(c.Context, env.actor(), ops.Submit{Patch: r, Strategy: c.String("strategy"), LeaseToken: c.String("lease-token")})
 	if err != nil {
 		return err
 	}

@@ -79,11 +79,12 @@ func patchCommand(env *Env) *cli.Command {
 			{
 				Name:      "merge",
 				Usage:     "record by hand that a patch was merged as a commit on its target branch",
-				ArgsUsage: "REPO ID --commit OID",
+				ArgsUsage: "REPO ID --commit OID [--lease-token N|ISSUE:N]",
 				Flags: []cli.Flag{
 					// Checked in the action: urfave's own "Required flag" error is
 					// not a fault, so it would exit 1 instead of 2.
 					&cli.StringFlag{Name: "commit", Usage: "the merged commit; must be reachable from the target branch"},
+					&cli.StringFlag{Name: "lease-token", Usage: "fencing token: N when the patch links one issue, else ISSUE:N"},
 					JSONFlag,
 				},
 				Action: env.patchMerge,
@@ -351,7 +352,7 @@ func (env *Env) patchMerge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, m, err := env.Ops().RecordMerge(c.Context, env.actor(), ops.Merge{Patch: r, Commit: c.String("commit")})
+	ch, m, err := env.Ops().RecordMerge(c.Context, env.actor(), ops.Merge{Patch: r, Commit: c.String("commit"), LeaseToken: c.String("lease-token")})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -38,7 +39,7 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	in := ops.Submit{Patch: ref}
+	in := ops.Submit{Patch: ref, LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token"))}
 	if b.Strategy != nil {
 		if *b.Strategy == "" {
 			return fault.New(fault.Usage, `bad strategy "": want merge, ff-only, rebase, squash`)
