@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -116,4 +117,25 @@ func (e *Env) fenceTokens(ctx context.Context, updates []Update, rawOpts []strin
 		}
 	}
 	return "", nil
+}
+
+// issueError is a refusal about one issue, for the log to name it.
+type issueError struct {
+	issue string
+	err   error
+}
+
+func (e *issueError) Error() string { return e.err.Error() }
+func (e *issueError) Unwrap() error { return e.err }
+
+// aboutIssue says that err, a refusal, was about issue.
+func aboutIssue(issue string, err error) error { return &issueError{issue: issue, err: err} }
+
+// refusedFor is the issue a refusal was about (aboutIssue), or "".
+func refusedFor(err error) string {
+	var ie *issueError
+	if errors.As(err, &ie) {
+		return ie.issue
+	}
+	return ""
 }

@@ -139,6 +139,10 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 		if fe.Kind == fault.Internal {
 			outcome = "error"
 		}
+		if is := refusedFor(err); is != "" {
+			// journalctl ISSUE=… finds the pushes refused for it.
+			log = log.With("ISSUE", is)
+		}
 		log.Warn("proc-receive", "OUTCOME", outcome, "DURATION_MS", ms(start), "error", err.Error())
 		e.say("collab: %s", fe.Msg)
 		return report{ref: c.Ref, ng: fe.Msg}
@@ -506,8 +510,8 @@ func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, 
 			return nil, err
 		}
 		if level < access.Admin {
-			return nil, fault.New(fault.Conflict, "issue %s is leased by %s; only the holder or a repository admin may link it", id, holder).
-				With("holder", holder)
+			return nil, aboutIssue(id, fault.New(fault.Conflict, "issue %s is leased by %s; only the holder or a repository admin may link it", id, holder).
+				With("holder", holder))
 		}
 	}
 	if len(ls) > 0 {
@@ -536,7 +540,7 @@ func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, 
 				issue = id
 			}
 			if err := leases.Fence(ctx, tx, e.Repo, issue, e.Principal, l.Token, now); err != nil {
-				return nil, err
+				return nil, aboutIssue(issue, err)
 			}
 		}
 	}
