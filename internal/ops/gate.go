@@ -311,9 +311,17 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 	// Completion is fenced: checked here, before anything is built, and
 	// again where the merge is recorded, after the branch moved (a
 	// takeover between keeps the issue open there).
-	tokens, err := review.MayComplete(ctx, s.DB.R(), t.key, t.id, who.Principal, t.lvl >= access.Admin, fence, "submit", s.now())
+	// A retry of a submit that merged completes nothing more: its token
+	// ended with that merge, and the gate answers with the merge it made.
+	var tokens map[string]int64
+	p, ok, err := patches.Lookup(ctx, s.DB.R(), t.key, t.id)
 	if err != nil {
 		return Submitted{}, err
+	}
+	if m := p.Merge; !ok || p.State != patches.Merged || m == nil || !m.Submitted || m.By != who.Principal {
+		if tokens, err = review.MayComplete(ctx, s.DB.R(), t.key, t.id, who.Principal, t.lvl >= access.Admin, fence, "submit", s.now()); err != nil {
+			return Submitted{}, err
+		}
 	}
 	// A submit is a write of who's, counted when it starts: its record is
 	// written after the branch moved, too late for a refusal, and the
