@@ -62,6 +62,10 @@ type gitRoute struct {
 // protocol's and git-upload-archive's, which it refuses.
 func gitRequest(r *http.Request) (gitRoute, bool) {
 	p := r.URL.Path
+	if strings.Contains(p, "/-/") || strings.HasPrefix(p, "/api/") {
+		// A page or the API: a file named info/refs in a tree is a blob.
+		return gitRoute{}, false
+	}
 	switch {
 	case strings.HasSuffix(p, "/info/refs"):
 		g := gitRoute{repo: strings.TrimSuffix(p, "/info/refs"), infoRefs: true}

@@ -48,6 +48,7 @@ func TestGitHTTPAccess(t *testing.T) {
 		{"upload-archive", "/org/demo.git/git-upload-archive", nil, 403, "not served"},
 		{"dot-dot", "/org/../secret.git" + up, bearer(f.tok["bob"]), 400, "bad repository name"},
 		{"bad name", "/-x.git" + up, bearer(f.tok["bob"]), 400, ""},
+		{"blob named info/refs", "/org/demo/-/blob/main/info/refs" + "?service=git-upload-pack", nil, 404, "no such path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := f.do(req{method: "GET", path: tc.path, headers: tc.headers})
@@ -65,7 +66,7 @@ func TestGitHTTPAccess(t *testing.T) {
 // the idle bound, and its slot goes to the next request.
 func TestGitHTTPStall(t *testing.T) {
 	f := newFixture(t)
-	s, err := New(Config{Root: f.root, DB: f.db, URL: "http://forge.test", GitSlots: 1, GitIdle: 300 * time.Millisecond})
+	s, err := New(Config{Root: f.root, DB: f.db, URL: "http://forge.test", GitSlots: 1, GitIdle: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,12 @@ func TestGitHTTPStall(t *testing.T) {
 	}()
 	// Once the stalled request holds the only slot, the next one waits for
 	// it (gitQueue), and gets it when the idle bound cuts the stall.
-	for len(s.gitSlots) == 0 {
+	// The idle bound is long enough for a loaded machine to see the slot
+	// taken; the queue (gitQueue) outlasts it.
+	for deadline := time.Now().Add(time.Minute); len(s.gitSlots) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled request never took the slot")
+		}
 		time.Sleep(10 * time.Millisecond) // poll: the request is on its way
 	}
 	resp, err := http.Get(srv.URL + "/org/demo.git/info/refs?service=git-upload-pack")
