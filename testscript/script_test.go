@@ -45,6 +45,35 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, params(t, "testdata"))
 }
 
+// bothTransports are the scenarios whose git traffic TestScriptsHTTP runs
+// again over HTTP (issue 41: the same decisions over both transports).
+// Each clones and pushes through $GIT_URL, which sshd-start points at sshd
+// or, in the HTTP run, at collab-web; verbs go over sshd in both runs.
+var bothTransports = []string{
+	"fence_push", "fence_submit", "gate_bypass", "gate_footers", "gate_protect",
+	"gate_strategies", "gate_submit", "lease_zombie", "patch_base_move", "push_limits",
+	"contract_ssh_push", "export_ssh",
+}
+
+// TestScriptsHTTP runs bothTransports with git over HTTP through
+// collab-web: [http] and [ssh] guard the lines where the transports
+// honestly differ (a refusal serve makes before git starts is an HTTP
+// status there).
+func TestScriptsHTTP(t *testing.T) {
+	p := params(t, "")
+	for _, name := range bothTransports {
+		p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))
+	}
+	p.Condition = transportCondition("http")
+	ssh := p.Setup
+	p.Setup = func(e *testscript.Env) error {
+		err := ssh(e)
+		e.Setenv("TRANSPORT", "http")
+		return err
+	}
+	testscript.Run(t, p)
+}
+
 func params(t *testing.T, dir string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
@@ -53,7 +82,19 @@ func params(t *testing.T, dir string) testscript.Params {
 			return setup(t, e)
 		},
 		Cmds:      commands(),
-		Condition: condition,
+		Condition: transportCondition("ssh"),
+	}
+}
+
+// transportCondition adds [ssh] and [http], true for the run's transport of
+// git, to condition; TRANSPORT tells the script commands.
+func transportCondition(transport string) func(string) (bool, error) {
+	return func(cond string) (bool, error) {
+		switch cond {
+		case "ssh", "http":
+			return cond == transport, nil
+		}
+		return condition(cond)
 	}
 }
 
@@ -77,6 +118,7 @@ func setup(t *testing.T, e *testscript.Env) error {
 	e.Setenv("GIT_COMMITTER_EMAIL", "ada@example.com")
 	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	e.Setenv("TZ", "UTC")
+	e.Setenv("TRANSPORT", "ssh")
 	gitconfig := "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol \"file\"]\n\tallow = always\n"
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
 		return err

@@ -347,6 +347,7 @@ func gitAs(ts *testscript.TestScript, name, access string, want int, args []stri
 	p := plan{want: want, env: []string{"COLLAB_PRINCIPAL=" + name}, argv: append([]string{"git"}, args...)}
 	if w := filepath.Join(ts.Getenv("WORK"), ".sshbin", "ssh-"+name); fileExists(w) {
 		p.env = append(p.env, "GIT_SSH_COMMAND="+w, "GIT_SSH_VARIANT=ssh")
+		p.env = append(p.env, gitCredentials(ts, name)...)
 	}
 	if access != "" {
 		p.env = append(p.env, fmt.Sprintf("COLLAB_ACCESS=%s %d", access, time.Now().UnixMilli()))

@@ -18,7 +18,10 @@ package testscript
 //	    index cannot answer); -keys-file reads $ROOT/collab.db.authorized_keys
 //	    first, then runs the command (install.sh's deployment). Sets $SSH_PORT,
 //	    $SSH_URL (ssh://git@127.0.0.1:PORT), $SSHD_LOG (sshd's own log).
-//	    The forge's `ssh` setting is set to $SSH_URL.
+//	    The forge's `ssh` setting is set to $SSH_URL. $GIT_URL is where
+//	    git goes: $SSH_URL, or in TestScriptsHTTP's run (TRANSPORT=http,
+//	    condition [http]) collab-web's $WEB_URL, which sshd-start then
+//	    starts; verbs go over sshd in both.
 //	    The test sshd logs every key in as root (PermitRootLogin
 //	    forced-commands-only); the client wrappers below turn the git@ of
 //	    the URLs scripts write into root@, so scripts use the URLs users do.
@@ -32,8 +35,9 @@ package testscript
 //	    that key, `grant NAME REPO LEVEL` for each pair given, and sshd-keys.
 //	ssh-use NAME
 //	    Makes NAME's key the one plain `git` uses from now on (sets
-//	    GIT_SSH_COMMAND), so `exec git clone $SSH_URL/demo.git` and
-//	    `exec git push` run as NAME.
+//	    GIT_SSH_COMMAND), so `exec git clone $GIT_URL/demo.git` and
+//	    `exec git push` run as NAME; in the HTTP run, with NAME's token
+//	    (made once with the token verb) as git's Authorization header.
 //
 // Programs on PATH for `exec` (scenarios now use the `as` and `git-as`
 // commands of session_test.go, which pick sshd or the forced command
@@ -241,6 +245,29 @@ LogLevel VERBOSE
 	ts.Setenv("SSH_URL", url)
 	ts.Setenv("SSHD_LOG", logPath)
 	hook(ts, "config", "set", "ssh", url)
+	ts.Setenv("GIT_URL", url)
+	if ts.Getenv("TRANSPORT") == "http" {
+		// Git goes to collab-web; the script's own web-start, if any,
+		// finds it running.
+		if ts.Getenv("WEB_URL") == "" {
+			cmdWebStart(ts, false, nil)
+		}
+		ts.Setenv("GIT_URL", ts.Getenv("WEB_URL"))
+	}
+}
+
+// gitCredentials is the environment that has git send NAME's token over
+// HTTP (as git's credential helpers would, through GIT_CONFIG_* so that
+// no file changes), in the HTTP run only.
+func gitCredentials(ts *testscript.TestScript, name string) []string {
+	if ts.Getenv("TRANSPORT") != "http" {
+		return nil
+	}
+	return []string{
+		"GIT_CONFIG_COUNT=2",
+		"GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=",
+		"GIT_CONFIG_KEY_1=http.extraHeader", "GIT_CONFIG_VALUE_1=Authorization: Bearer " + apiToken(ts, name),
+	}
 }
 
 // launch starts the server cmd(port) makes on a free port, logging to
@@ -366,6 +393,10 @@ func cmdSSHUse(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv("GIT_SSH_COMMAND", w)
 	ts.Setenv("GIT_SSH_VARIANT", "ssh")
+	for _, kv := range gitCredentials(ts, args[0]) {
+		k, v, _ := strings.Cut(kv, "=")
+		ts.Setenv(k, v)
+	}
 }
 
 // writeClientTools puts ssh-as, ssh-raw and git-as on the script's PATH.

@@ -60,6 +60,12 @@ func cmdWebStart(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
 		ts.Fatalf("usage: web-start [ARG]…")
 	}
+	if ts.Getenv("WEB_URL") != "" {
+		if ts.Getenv("TRANSPORT") == "http" && len(args) == 0 {
+			return // sshd-start started it for git over HTTP
+		}
+		ts.Fatalf("web-start: collab-web already runs on %s", ts.Getenv("WEB_URL"))
+	}
 	addr, err := freePort()
 	ts.Check(err)
 	logf, err := os.Create(ts.MkAbs("collab-web.log"))
