@@ -45,6 +45,10 @@ func main() {
 			&cli.StringFlag{Name: "tls-key", Usage: "the PEM private key of --tls-cert"},
 			&cli.IntFlag{Name: "git-slots", Value: web.DefaultGitSlots,
 				Usage: "how many git requests (clone, fetch, push over HTTP) run at once"},
+			&cli.IntFlag{Name: "expensive", Value: web.DefaultExpensive,
+				Usage: "how many expensive pages (diffs, trees, blobs, logs, overviews) run at once; one client holds at most half"},
+			&cli.DurationFlag{Name: "slot-wait", Value: web.DefaultSlotWait,
+				Usage: "how long an expensive page waits for a slot before it answers 503"},
 			&cli.DurationFlag{Name: "git-idle", Value: web.DefaultGitIdle,
 				Usage: "cut a git request that made no progress for this long"},
 			&cli.DurationFlag{Name: "checkpoint-every", Value: 2 * time.Second,
@@ -79,7 +83,8 @@ func serve(c *cli.Context) error {
 		}
 	}
 	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log,
-		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle")})
+		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"),
+		Expensive: c.Int("expensive"), SlotWait: c.Duration("slot-wait")})
 	if err != nil {
 		return err
 	}

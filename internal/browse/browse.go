@@ -199,6 +199,12 @@ type Resolved struct {
 	Kind string
 }
 
+// resolveDirect is how many leading segments of a page's path Resolve
+// asks git about all at once; a deeper path first lists the refs under its
+// first segment, so that a URL thousands of segments deep costs one short
+// listing, not thousands of lookups of ever longer names.
+const resolveDirect = 16
+
 // Resolve finds the ref at the start of segs (a branch or tag, whose name
 // may hold slashes, the longest that exists winning; else a commit id of 4
 // to 64 hex digits) and returns it with the remaining segments (a path).
@@ -210,10 +216,9 @@ func (r Repo) Resolve(ctx context.Context, segs []string) (Resolved, []string, e
 	}
 	var cands []cand
 	var in strings.Builder
-	for i := len(segs); i >= 1; i-- {
-		name := strings.Join(segs[:i], "/")
+	add := func(i int, name string) {
 		if !validRefName(name) {
-			continue
+			return
 		}
 		for _, k := range []string{"branch", "tag"} {
 			full := "refs/heads/" + name
@@ -224,6 +229,25 @@ func (r Repo) Resolve(ctx context.Context, segs []string) (Resolved, []string, e
 			in.WriteString(full + "^{commit}\n")
 		}
 	}
+	if len(segs) <= resolveDirect {
+		for i := len(segs); i >= 1; i-- {
+			add(i, strings.Join(segs[:i], "/"))
+		}
+	} else {
+		refs, err := r.refsAt(ctx, segs)
+		if err != nil {
+			return Resolved{}, nil, err
+		}
+		// The listing names the commits of branches and of tags of
+		// commits: the longest wins without asking git again.
+		if len(refs) > 0 && refs[0].commit != "" {
+			ref := refs[0]
+			return Resolved{Name: strings.Join(segs[:ref.n], "/"), Kind: ref.kind, Commit: ref.commit}, segs[ref.n:], nil
+		}
+		for _, ref := range refs {
+			add(ref.n, strings.Join(segs[:ref.n], "/"))
+		}
+	}
 	if len(segs) > 0 && isHex(segs[0]) && len(segs[0]) >= 4 && len(segs[0]) <= 64 {
 		cands = append(cands, cand{Resolved{Name: segs[0], Kind: "commit"}, segs[1:]})
 		in.WriteString(segs[0] + "^{commit}\n")
@@ -231,7 +255,9 @@ func (r Repo) Resolve(ctx context.Context, segs []string) (Resolved, []string, e
 	if len(cands) == 0 {
 		return Resolved{}, nil, fault.New(fault.NotFound, "no such branch, tag or commit")
 	}
-	out, _, err := r.git.Output(ctx, int64(len(cands))*200+4096, strings.NewReader(in.String()),
+	// git echoes a missing name in full: the answer is as long as the
+	// question, and a cut answer would lose the shortest name, the last.
+	out, _, err := r.git.Output(ctx, int64(in.Len())+int64(len(cands))*200+4096, strings.NewReader(in.String()),
 		"cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
 		return Resolved{}, nil, err
@@ -248,6 +274,73 @@ func (r Repo) Resolve(ctx context.Context, segs []string) (Resolved, []string, e
 		}
 	}
 	return Resolved{}, nil, fault.New(fault.NotFound, "no such branch, tag or commit")
+}
+
+// atRef is a branch or tag naming the first n segments of a path, and its
+// commit where the listing says it ("" for a tag of a tag or of a tree).
+type atRef struct {
+	n      int
+	kind   string
+	commit string
+}
+
+// refsAt lists the branches and tags under segs' first segment and
+// returns those that name segs' first segments: longest first, a branch
+// before a tag of the same name, as Resolve tries them.
+func (r Repo) refsAt(ctx context.Context, segs []string) ([]atRef, error) {
+	if !validRefName(segs[0]) {
+		return nil, nil
+	}
+	out, _, err := r.git.Output(ctx, maxListing, nil, "for-each-ref",
+		"--format=%(refname)%1f%(objecttype)%1f%(objectname)%1f%(*objecttype)%1f%(*objectname)",
+		"refs/heads/"+segs[0], "refs/tags/"+segs[0])
+	if err != nil {
+		return nil, err
+	}
+	var refs []atRef
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, fieldSep)
+		if len(f) != 5 {
+			continue
+		}
+		ref := atRef{kind: "branch"}
+		name, ok := strings.CutPrefix(f[0], "refs/heads/")
+		if !ok {
+			if name, ok = strings.CutPrefix(f[0], "refs/tags/"); !ok {
+				continue
+			}
+			ref.kind = "tag"
+		}
+		switch {
+		case f[1] == "commit" && git.IsOID(f[2]):
+			ref.commit = f[2]
+		case f[1] == "tag" && f[3] == "commit" && git.IsOID(f[4]):
+			ref.commit = f[4]
+		}
+		// name counts when its segments are segs' first ones.
+		parts := strings.Split(name, "/")
+		if len(parts) > len(segs) {
+			continue
+		}
+		match := true
+		for i, p := range parts {
+			if p != segs[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			ref.n = len(parts)
+			refs = append(refs, ref)
+		}
+	}
+	sort.SliceStable(refs, func(i, j int) bool {
+		if refs[i].n != refs[j].n {
+			return refs[i].n > refs[j].n
+		}
+		return refs[i].kind == "branch" && refs[j].kind == "tag"
+	})
+	return refs, nil
 }
 
 func isHex(s string) bool {
@@ -291,6 +384,13 @@ type Object struct {
 // Stat finds path (cleaned, relative to the root; "" for the root) in
 // commit's tree; a missing path is fault.NotFound.
 func (r Repo) Stat(ctx context.Context, commit, p string) (Object, error) {
+	return r.stat(ctx, commit, p, true)
+}
+
+// stat is Stat; submodules says whether to look for a submodule entry in
+// the parent of a path git calls missing (once: a missing parent is no
+// submodule, and looking further up would run git once per segment).
+func (r Repo) stat(ctx context.Context, commit, p string, submodules bool) (Object, error) {
 	if !git.IsOID(commit) {
 		return Object{}, fmt.Errorf("stat %q: not an object id", commit)
 	}
@@ -311,7 +411,7 @@ func (r Repo) Stat(ctx context.Context, commit, p string) (Object, error) {
 	if len(f) != 3 || !git.IsOID(f[0]) {
 		// A submodule entry is not an object of this repository: git
 		// says "missing"; look at the parent tree's entry instead.
-		if p != "" {
+		if p != "" && submodules {
 			if e, ok, err := r.entry(ctx, commit, p); err != nil {
 				return Object{}, err
 			} else if ok {
@@ -330,7 +430,7 @@ func (r Repo) entry(ctx context.Context, commit, p string) (Entry, bool, error) 
 	if dir == "." {
 		dir = ""
 	}
-	parent, err := r.Stat(ctx, commit, dir)
+	parent, err := r.stat(ctx, commit, dir, false)
 	if err != nil || parent.Type != "tree" {
 		return Entry{}, false, nil
 	}

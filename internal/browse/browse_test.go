@@ -70,9 +70,17 @@ func TestResolve(t *testing.T) {
 		{"main^", "", "", "", ""},
 		{"--all", "", "", "", ""},
 		{"HEAD@{1}", "", "", "", ""},
+		// Deeper than resolveDirect: the refs under the first segment are
+		// listed first; a path 500 deep still finds main, the last name.
+		{"main/" + deep(500), "main", "branch", c["second"], deep(500)},
+		{"feature/x/" + deep(40), "feature/x", "branch", c["first"], deep(40)},
+		{"v1/" + deep(40), "v1", "tag", c["first"], deep(40)},
+		{c["first"][:8] + "/" + deep(40), c["first"][:8], "commit", c["first"], deep(40)},
+		{"feature/" + deep(40), "", "", "", ""},
+		{"nope/" + deep(4000), "", "", "", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
+		t.Run(text(tt.path), func(t *testing.T) {
 			res, rest, err := r.Resolve(context.Background(), strings.Split(tt.path, "/"))
 			if tt.name == "" {
 				if fault.KindOf(err) != fault.NotFound {
@@ -86,6 +94,12 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// text clips a long path for a subtest's name.
+func text(p string) string { return p[:min(len(p), 40)] }
+
+// deep is a path n segments deep.
+func deep(n int) string { return strings.TrimSuffix(strings.Repeat("d/", n), "/") }
 
 func TestReads(t *testing.T) {
 	r, c := fixture(t)

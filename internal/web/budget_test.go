@@ -119,9 +119,9 @@ func TestIssuePageBudget(t *testing.T) {
 // cheap pages go on.
 func TestExpensivePagesLimit(t *testing.T) {
 	f := newFixture(t)
-	s, hs := f.server(Config{Expensive: 1})
+	s, hs := f.server(Config{Expensive: 1, SlotWait: 10 * time.Millisecond})
 	c := f.browser()
-	s.heavy <- struct{}{} // another expensive page is running
+	s.slots.acquire(context.Background(), "address elsewhere", 0) // another expensive page is running
 	for _, p := range []string{"/org/demo/-/patches/" + f.patch, "/org/demo/-/blob/main/a.txt", "/org/demo/-/tree/main", "/org/demo/-/commits/main", "/org/demo"} {
 		res, err := c.Get(hs.URL + p)
 		if err != nil {
@@ -135,7 +135,7 @@ func TestExpensivePagesLimit(t *testing.T) {
 	if st, _ := get(t, c, hs.URL+"/org/demo/-/issues"); st != 200 {
 		t.Errorf("a cheap page while busy: %d", st)
 	}
-	<-s.heavy
+	s.slots.release("address elsewhere")
 	if st, _ := get(t, c, hs.URL+"/org/demo/-/patches/"+f.patch); st != 200 {
 		t.Errorf("the patch page once free: %d", st)
 	}

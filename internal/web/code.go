@@ -150,6 +150,14 @@ type crumb struct {
 	Name, URL string
 }
 
+// Of a deep path the breadcrumbs show the first crumbsHead and the last
+// crumbsTail directories, "…" between: each link is as long as its path,
+// so all of them would make a page quadratic in the depth.
+const (
+	crumbsHead = 4
+	crumbsTail = 16
+)
+
 func crumbs(key, ref, p string) []crumb {
 	out := []crumb{{reponame.Display(key), codeURL(key, "tree", ref, "")}}
 	if p == "" {
@@ -157,6 +165,12 @@ func crumbs(key, ref, p string) []crumb {
 	}
 	segs := strings.Split(p, "/")
 	for i := range segs {
+		if len(segs) > crumbsHead+crumbsTail+1 && i >= crumbsHead && i < len(segs)-crumbsTail {
+			if i == crumbsHead {
+				out = append(out, crumb{Name: "…"})
+			}
+			continue
+		}
 		out = append(out, crumb{segs[i], codeURL(key, "tree", ref, strings.Join(segs[:i+1], "/"))})
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -65,8 +66,12 @@ type Config struct {
 	// Deadline bounds the work of one request (0: DefaultDeadline).
 	Deadline time.Duration
 	// Expensive is how many expensive pages may run at once (0:
-	// DefaultExpensive); past it they answer 503 with Retry-After.
+	// DefaultExpensive), one client holding at most half of them; past
+	// it they wait SlotWait, then answer 503 with Retry-After.
 	Expensive int
+	// SlotWait is how long an expensive page waits for a slot (0:
+	// DefaultSlotWait; negative: not at all).
+	SlotWait time.Duration
 	// GitSlots is how many git requests (clone, fetch, push over HTTP) may
 	// run at once (0: DefaultGitSlots); more wait briefly, then answer 503.
 	// They have slots of their own, so pages and git do not starve each
@@ -93,8 +98,8 @@ type Server struct {
 	pages  *pages
 	router *mux.Router
 	secure bool
-	// heavy holds a token per expensive page running (costly).
-	heavy chan struct{}
+	// slots are the expensive pages' places (costly).
+	slots *slots
 	// gitSlots holds a token per git request running (serveGit).
 	gitSlots chan struct{}
 	// hooks runs the hooks of pushes over HTTP that relay themselves here.
@@ -139,6 +144,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Expensive <= 0 {
 		cfg.Expensive = DefaultExpensive
 	}
+	if cfg.SlotWait == 0 {
+		cfg.SlotWait = DefaultSlotWait
+	}
 	if cfg.CacheBytes <= 0 {
 		cfg.CacheBytes = 16 << 20
 	}
@@ -150,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
-		heavy: make(chan struct{}, cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
+		slots: newSlots(cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
 	s.hooks = &hookhost.Host{Root: cfg.Root, DB: cfg.DB, URL: cfg.URL, Log: cfg.Log}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
@@ -180,7 +188,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	rec := &statusRecorder{ResponseWriter: w, status: 200}
+	// The request as authenticated, for the log (set by within's handler).
+	var authed atomic.Pointer[http.Request]
 	defer func() {
+		if a := authed.Load(); a != nil {
+			r = a
+		}
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
@@ -197,6 +210,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.cfg.Log.InfoContext(r.Context(), "request", attrs...)
 	}()
+	if s.overBudget(rec, r) {
+		return
+	}
 	// Git has its own credentials (no cookie), slots and idle deadline.
 	if g, ok := gitRequest(r); ok {
 		r = s.serveGit(rec, r, g)
@@ -206,11 +222,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(store.WithWaitBudget(r.Context()))
 	r, cancel := s.withDeadline(r)
 	defer cancel()
-	r, ok := s.authenticate(rec, r)
-	if !ok {
-		return
-	}
-	s.router.ServeHTTP(rec, r)
+	s.within(rec, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		authed.Store(r)
+		s.router.ServeHTTP(w, r)
+	}))
 }
 
 type statusRecorder struct {
