@@ -6,8 +6,10 @@
 // refs/for). collab-web's side authenticates a token and runs the same
 // http-backend with collab's hooks; the difference is what collab costs.
 //
-// A second collab-web with COLLAB_HTTP_RELAY=off runs the hooks as
-// processes instead of relaying them into itself (internal/hookhost).
+// Two more collab-webs show what internal/hookhost gains: with
+// COLLAB_HTTP_RELAY=shims the repository's shims run collab-hook-fast,
+// which relays proc-receive and post-receive into collab-web; with
+// COLLAB_HTTP_RELAY=off the hooks run as processes.
 //
 // It prints wall medians and the ratios to the floor. Goals (issue 41):
 // clone ≤ 1.05×, branch push ≤ 1.10×, refs/for ≤ 1.20×.
@@ -147,28 +149,22 @@ func run(commits, runs int) error {
 	}
 
 	// collab-web, and lighttpd running git http-backend as plain CGI.
-	webPort, err := freePort()
-	if err != nil {
-		return err
+	// collab-web as installed (the root's hooks directory, answered in
+	// process), with the repository's shims relaying into it, and with
+	// the hooks as processes (hookhost's switch).
+	variants := []struct{ name, relay string }{{"collab-web", ""}, {"shims", "shims"}, {"no relay", "off"}}
+	ports := make([]int, len(variants))
+	for i, v := range variants {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+		web := exec.CommandContext(ctx, filepath.Join(bin, "collab-web"), "--root", root, "--listen", fmt.Sprintf("127.0.0.1:%d", ports[i]))
+		web.Env = append(os.Environ(), "HOME="+work, "COLLAB_HTTP_RELAY="+v.relay)
+		if err := web.Start(); err != nil {
+			return err
+		}
+		defer func() { _ = web.Process.Kill(); _ = web.Wait() }()
 	}
-	web := exec.CommandContext(ctx, filepath.Join(bin, "collab-web"), "--root", root, "--listen", fmt.Sprintf("127.0.0.1:%d", webPort))
-	web.Env = append(os.Environ(), "HOME="+work)
-	if err := web.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = web.Process.Kill(); _ = web.Wait() }()
-	// The same without the hook relay (hookhost's switch): the hooks run as
-	// processes.
-	procPort, err := freePort()
-	if err != nil {
-		return err
-	}
-	proc := exec.CommandContext(ctx, filepath.Join(bin, "collab-web"), "--root", root, "--listen", fmt.Sprintf("127.0.0.1:%d", procPort))
-	proc.Env = append(os.Environ(), "HOME="+work, "COLLAB_HTTP_RELAY=off")
-	if err := proc.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
 	floorPort, err := freePort()
 	if err != nil {
 		return err
@@ -195,9 +191,8 @@ $HTTP["url"] =~ "^/git" {
 		return err
 	}
 	defer func() { _ = floor.Process.Kill(); _ = floor.Wait() }()
-	collabURL := fmt.Sprintf("http://127.0.0.1:%d/demo.git", webPort)
 	floorURL := fmt.Sprintf("http://127.0.0.1:%d/git/plain.git", floorPort)
-	for _, p := range []int{webPort, procPort} {
+	for _, p := range ports {
 		if err := waitHTTP(fmt.Sprintf("http://127.0.0.1:%d/healthz", p)); err != nil {
 			return err
 		}
@@ -215,9 +210,11 @@ $HTTP["url"] =~ "^/git" {
 		wc   string // a clone to push from
 	}
 	withAuth := append(append([]string{}, gitEnv...), auth...)
-	sides := []*side{{name: "collab-web", url: collabURL, env: withAuth},
-		{name: "no relay", url: fmt.Sprintf("http://127.0.0.1:%d/demo.git", procPort), env: withAuth},
-		{name: "http-backend", url: floorURL, env: gitEnv}}
+	var sides []*side
+	for i, v := range variants {
+		sides = append(sides, &side{name: v.name, url: fmt.Sprintf("http://127.0.0.1:%d/demo.git", ports[i]), env: withAuth})
+	}
+	sides = append(sides, &side{name: "http-backend", url: floorURL, env: gitEnv})
 	for i, s := range sides {
 		s.n = i
 		s.wc = filepath.Join(work, fmt.Sprintf("wc-%d", i))
@@ -275,14 +272,29 @@ $HTTP["url"] =~ "^/git" {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "git over HTTP, %d commits of history, %d rounds interleaved (median wall)\n", commits, runs)
-	fmt.Fprintf(w, "%-14s %12s %12s %14s %7s %9s %6s\n", "", "collab-web", "no relay", "http-backend", "ratio", "no relay", "goal")
+	fmt.Fprintf(w, "%-14s", "")
+	for _, v := range variants {
+		fmt.Fprintf(w, " %12s", v.name)
+	}
+	fmt.Fprintf(w, " %14s", "http-backend")
+	for _, v := range variants {
+		fmt.Fprintf(w, " %12s", v.name)
+	}
+	fmt.Fprintf(w, " %6s\n", "goal")
 	for _, op := range []struct {
 		name string
 		goal float64
 	}{{"clone", 1.05}, {"branch push", 1.10}, {"refs/for push", 1.20}} {
-		c, n, f := median(times[op.name]["collab-web"]), median(times[op.name]["no relay"]), median(times[op.name]["http-backend"])
-		fmt.Fprintf(w, "%-14s %10.1fms %10.1fms %12.1fms %6.2fx %8.2fx %5.2fx\n", op.name, ms(c), ms(n), ms(f),
-			float64(c)/float64(f), float64(n)/float64(f), op.goal)
+		f := median(times[op.name]["http-backend"])
+		fmt.Fprintf(w, "%-14s", op.name)
+		for _, v := range variants {
+			fmt.Fprintf(w, " %10.1fms", ms(median(times[op.name][v.name])))
+		}
+		fmt.Fprintf(w, " %12.1fms", ms(f))
+		for _, v := range variants {
+			fmt.Fprintf(w, " %11.2fx", float64(median(times[op.name][v.name]))/float64(f))
+		}
+		fmt.Fprintf(w, " %5.2fx\n", op.goal)
 	}
 	return nil
 }

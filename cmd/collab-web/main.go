@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
@@ -82,8 +84,11 @@ func serve(c *cli.Context) error {
 			return err
 		}
 	}
+	// The hooks of pushes over HTTP log where they log over SSH.
+	hookLog, closeHookLog := journal.Open(root.Dir)
+	defer closeHookLog()
 	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log,
-		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"),
+		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"), HookBinary: hookBinary(), HookLog: hookLog,
 		Expensive: c.Int("expensive"), SlotWait: c.Duration("slot-wait")})
 	if err != nil {
 		return err
@@ -160,4 +165,14 @@ func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Lo
 	if err := webhook.Run(ctx, db, key, log, webhook.Options{}); err != nil {
 		log.Error("webhook delivery stopped", "err", err)
 	}
+}
+
+// hookBinary is collab-hook beside this binary, as installed, or "" where
+// this binary's path is unknown.
+func hookBinary() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(exe), "collab-hook")
 }

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -746,13 +747,36 @@ func (r Repo) CheckConnectivity(ctx context.Context) error {
 	return err
 }
 
+// HTTPBackendPath is git's http-backend program in git's exec path: run
+// directly, a request saves the start of git's wrapper that `git
+// http-backend` pays (a push makes two requests), as a CGI server that
+// names the program does.
+func HTTPBackendPath(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", "--exec-path")
+	cmd.Env = CleanEnv(os.Environ())
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git --exec-path: %w", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("no git-http-backend in git's exec path %s", filepath.Dir(p))
+	}
+	return p, nil
+}
+
 // HTTPBackend returns stock git's smart HTTP server, `git http-backend`,
 // a CGI program, to be run on a request's body and output by the caller.
 // env is its whole environment: the caller builds it (the CGI variables it
 // decided, the hooks' hand-off), since nothing of a client's request may
 // reach git but what http-backend needs.
-func HTTPBackend(ctx context.Context, env []string) *exec.Cmd {
+// path is the program itself (HTTPBackendPath), or "" for git's wrapper
+// to find it.
+func HTTPBackend(ctx context.Context, path string, env []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "git", "http-backend")
+	if path != "" {
+		cmd = exec.CommandContext(ctx, path)
+	}
 	cmd.Env = env
 	cmd.WaitDelay = 5 * time.Second
 	return cmd

@@ -1,16 +1,22 @@
 // Package hookhost runs, in a long-lived process that holds the database
-// open, the hooks of a git process it started that relay themselves to it
-// over a socket (relay.Pair; collab-hook-fast under the repository's shims
-// does the relaying): proc-receive and post-receive then start no process
-// that opens the database, and pre-receive's reads are prefetched.
-// collab-web's git over HTTP uses it for pushes.
+// open, the hooks of a git process it started: proc-receive and
+// post-receive then start no process that opens the database, and
+// pre-receive's reads are prefetched. collab-web's git over HTTP uses it
+// for pushes, through git http-backend.
 //
-// COLLAB_HTTP_RELAY=off turns it off (the hooks run as processes), for
-// bench/http, which measures both in one run against stock http-backend
-// under lighttpd (a one-commit push, median of 21 interleaved rounds, two
-// runs on a 2-core machine busy with other builds): a branch push 1.15x
-// and 1.10x the floor relayed against 1.24x and 1.26x as processes, a
-// refs/for push 1.25x and 1.31x against 1.29x and 1.68x.
+// As serve does for SSH, it points receive-pack at the root's hooks
+// directory (internal/hookdir) where the repository's hooks are exactly
+// collab's shims: each hook is then one /bin/sh (relay.Script) that this
+// process answers, pre-receive included, and a post-receive with nothing
+// to do does not start at all (the gate). Elsewhere the shims run
+// collab-hook-fast, which relays proc-receive and post-receive over a
+// socket (relay.Pair).
+//
+// COLLAB_HTTP_RELAY=off turns both off (the hooks run as processes), and
+// COLLAB_HTTP_RELAY=shims the hooks directory only, for bench/http, which
+// measures them in one run against stock http-backend under lighttpd
+// (a one-commit push, median of 21 interleaved rounds, two runs on a
+// 2-core machine busy with other builds): see docs/web.md.
 package hookhost
 
 import (
@@ -18,16 +24,22 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/hookdir"
+	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/hookrun"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/relay"
+	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
 )
 
-// OffVar turns the relay off when set to "off".
+// OffVar turns the relay off when set to "off", and the hooks directory
+// when set to "shims".
 const OffVar = "COLLAB_HTTP_RELAY"
 
 // Host is the process's forge: where relayed hooks run.
@@ -36,27 +48,57 @@ type Host struct {
 	DB   *store.DB
 	URL  string
 	Log  *slog.Logger
+	// Binary is collab-hook, whose shims a repository's hooks must be
+	// for git to run the hooks directory instead ("": never).
+	Binary string
+	// Via is how many processes git's own start puts between this
+	// process and git-receive-pack (git http-backend: 1).
+	Via int
 }
-
-// relayed are the requests a push's hooks make under the shims: pre-receive
-// decides itself and tells the prefetch and the moves it found unmerged;
-// proc-receive and post-receive run here.
-var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "proc-receive": true, "post-receive": true}
 
 // Push is one push's relay.
 type Push struct {
 	child    *os.File
 	srv      *relay.Server
 	prefetch *push.Prefetch
+	direct   *direct
+	hooksDir string
+	// scanned is the hand-off of the branches post-receive scans (the
+	// gate's facts); skips are the moves pre-receive found unmerged.
+	scanned []string
+	skips   *push.Skips
+	record  func()
 }
 
-// Start makes the relay of a push to repository key (checked by the
-// caller); the caller gives Files to git as its first extra files and Env
-// to its environment, calls Started once git runs, and Close once it
-// ended (which waits for the hooks running here). Without the relay
-// (OffVar) it returns nil, and the hooks run as processes.
-func (h *Host) Start(ctx context.Context, key string) (*Push, error) {
-	if os.Getenv(OffVar) == "off" {
+// direct is what git runs the root's hooks directory with: the hook
+// script (hookdir.FD), the post-receive gate (hookenv.GateFD) and the
+// script relay's pipes (relay.ReqFD, relay.AnsFD).
+type direct struct {
+	script, gate *os.File
+	pipes        [2]*os.File
+	scripts      *relay.ScriptServer
+}
+
+func (d *direct) close() {
+	for _, f := range []*os.File{d.script, d.gate, d.pipes[0], d.pipes[1]} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if d.scripts != nil {
+		d.scripts.Close()
+	}
+}
+
+// Start makes the relay of principal's push to repository key at dir
+// (checked by the caller); the caller gives Files to git as its extra
+// files, Env to its environment and Config to its configuration, calls
+// Started once git runs, and Close once it ended (which waits for the
+// hooks running here). Without the relay (OffVar) it returns nil, and
+// the hooks run as processes.
+func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, error) {
+	mode := os.Getenv(OffVar)
+	if mode == "off" {
 		return nil, nil
 	}
 	child, srv, err := relay.Pair()
@@ -64,36 +106,127 @@ func (h *Host) Start(ctx context.Context, key string) (*Push, error) {
 		return nil, err
 	}
 	p := &Push{child: child, srv: srv, prefetch: push.NewPrefetch(context.WithoutCancel(ctx))}
+	if mode != "shims" {
+		p.direct, p.hooksDir = h.directHooks(dir), hookdir.Dir(h.Root.Dir)
+	}
+	if p.direct != nil {
+		// Which branches post-receive scans, for pre-receive to shut the
+		// gate where the push gives it nothing to do; without them the
+		// gate stays open and post-receive runs.
+		if following, err := push.ReadFollowing(ctx, h.DB.R(), key); err != nil {
+			h.Log.WarnContext(ctx, "hooks", "REPO", key, "error", err.Error())
+		} else {
+			p.scanned = hookenv.ScannedEnv(following.Branches)
+			p.skips = push.NewSkips(following)
+		}
+	}
 	log := h.Log.With("RELAYED", true)
-	go srv.Serve(func(req relay.Request, stdin, stdout, stderr *os.File) int {
-		if !relayed[req.Hook] {
+	run := func(req relay.Request, stdin, stdout, stderr *os.File) int {
+		if !relayed[req.Hook] || (req.Hook == "pre-receive" && p.direct == nil) {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
+		}
+		var gate func() error
+		if req.Hook == "pre-receive" && p.skips != nil {
+			gate = func() error { return hookenv.Shut(p.direct.gate) }
 		}
 		// Like a hook process, which a client's hang-up does not reach, a
 		// relayed hook finishes its work.
 		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
 			Name: req.Hook, Root: h.Root, URL: h.URL, Environ: req.Env, Dir: req.Dir,
-			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log, DB: h.DB, Repo: key, Prefetch: p.prefetch,
+			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log, DB: h.DB, Repo: key,
+			Prefetch: p.prefetch, Skips: p.skips, Gate: gate,
 		})
-	})
+	}
+	go srv.Serve(run)
+	if p.direct != nil {
+		go p.direct.scripts.Serve(run)
+	}
+	if p.skips != nil {
+		p.record = func() {
+			// The moves whose post-receive pre-receive skipped are
+			// scanned as far as they went, now that their refs moved.
+			p.skips.Record(context.WithoutCancel(ctx), &push.Env{Root: h.Root, DB: h.DB, Repo: key, Principal: principal, Log: h.Log, Now: time.Now})
+		}
+	}
 	return p, nil
 }
 
-// Files are git's extra files: the relay's socket, as relay.ChildFD.
+// relayed are the requests a push's hooks make: under the shims
+// pre-receive decides itself and tells the prefetch and the moves it
+// found unmerged, and proc-receive and post-receive run here; under the
+// hooks directory all three run here.
+var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "pre-receive": true, "proc-receive": true, "post-receive": true}
+
+// directHooks is what git needs to run the hooks from the root's hooks
+// directory, or nil where it may not: the repository's hooks are not
+// exactly collab's shims, collab-hook-fast is not beside collab-hook, or
+// /proc is not there to lead git through the links.
+func (h *Host) directHooks(dir string) *direct {
+	if h.Binary == "" || !hookdir.Usable(h.Root.Dir, dir, repos.HookSet(h.Binary, h.Root.Dir)) {
+		return nil
+	}
+	fast := filepath.Join(filepath.Dir(h.Binary), repos.FastBinary)
+	if st, err := os.Stat(fast); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return nil
+	}
+	d := &direct{}
+	script := relay.Script(h.Root.Dir, fast)
+	var err error
+	if d.script, err = hookenv.OpenScript("collab-hook-script", script); err == nil {
+		if d.gate, err = hookenv.OpenGate(script); err == nil {
+			d.pipes, d.scripts, err = relay.PipesVia(h.Via)
+		}
+	}
+	if err != nil {
+		h.Log.Warn("hooks", "error", err.Error())
+		d.close()
+		return nil
+	}
+	// The links lead through /proc: where it is not mounted (a bare
+	// container) git would find no hooks at all.
+	if st, err := d.script.Stat(); err != nil {
+		d.close()
+		return nil
+	} else if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(d.script.Fd()))); err != nil || !os.SameFile(st, via) {
+		d.close()
+		return nil
+	}
+	return d
+}
+
+// Files are git's extra files: the relay's socket as relay.ChildFD and,
+// for the hooks directory, the script as hookdir.FD, the gate as
+// hookenv.GateFD and the script relay's pipes as relay.ReqFD and
+// relay.AnsFD (fd 6, serve's late hand-off, stays closed: here the
+// hand-off is in the environment).
 func (p *Push) Files() []*os.File {
 	if p == nil {
 		return nil
 	}
-	return []*os.File{p.child}
+	if p.direct == nil {
+		return []*os.File{p.child}
+	}
+	return []*os.File{p.child, p.direct.script, p.direct.gate, nil, p.direct.pipes[0], p.direct.pipes[1]}
 }
 
-// Env names the socket to the hooks.
+// Env names the socket to the hooks, and hands pre-receive the gate's
+// facts.
 func (p *Push) Env() []string {
 	if p == nil {
 		return nil
 	}
-	return []string{relay.FDVar + "=" + strconv.Itoa(relay.ChildFD)}
+	return append([]string{relay.FDVar + "=" + strconv.Itoa(relay.ChildFD)}, p.scanned...)
+}
+
+// Config is git's configuration for the push ("key=value"): the hooks
+// directory, where git runs it.
+func (p *Push) Config() []string {
+	if p == nil || p.direct == nil {
+		return nil
+	}
+	// A shut gate is a hook git skips, which it would say to the pusher.
+	return []string{"core.hooksPath=" + p.hooksDir, "advice.ignoredHook=false"}
 }
 
 // Started closes this process's copy of git's end of the socket.
@@ -111,5 +244,11 @@ func (p *Push) Close() {
 	}
 	p.child.Close()
 	p.srv.Close()
+	if p.direct != nil {
+		p.direct.close()
+	}
 	p.prefetch.Close()
+	if p.record != nil {
+		p.record()
+	}
 }

@@ -71,6 +71,9 @@ type ScriptServer struct {
 	req  *os.File // read end
 	ans  *os.File // write end
 	done chan struct{}
+	// via is how many processes stand between this process and
+	// git-receive-pack (git http-backend: one).
+	via int
 	// mu keeps Close from closing the files under a running hook.
 	mu      sync.Mutex
 	started bool
@@ -81,6 +84,12 @@ type ScriptServer struct {
 // them once git started, runs Serve in a goroutine and, once git ended,
 // Close.
 func Pipes() (child [2]*os.File, s *ScriptServer, err error) {
+	return PipesVia(0)
+}
+
+// PipesVia is Pipes for a git-receive-pack that via processes of its own
+// start (git http-backend under collab-web: via 1).
+func PipesVia(via int) (child [2]*os.File, s *ScriptServer, err error) {
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return child, nil, fmt.Errorf("relay pipe: %w", err)
@@ -91,7 +100,7 @@ func Pipes() (child [2]*os.File, s *ScriptServer, err error) {
 		reqW.Close()
 		return child, nil, fmt.Errorf("relay pipe: %w", err)
 	}
-	return [2]*os.File{reqW, ansR}, &ScriptServer{req: reqR, ans: ansW, done: make(chan struct{})}, nil
+	return [2]*os.File{reqW, ansR}, &ScriptServer{req: reqR, ans: ansW, done: make(chan struct{}), via: via}, nil
 }
 
 // Serve answers requests with h, one at a time (git runs one hook at a
@@ -117,7 +126,7 @@ func (s *ScriptServer) Serve(h Handler) {
 			continue
 		}
 		code := Fallback
-		if req, files, err := open(pid, hook); err == nil {
+		if req, files, err := open(pid, hook, s.via); err == nil {
 			c := h(req, files[0], files[1], files[2])
 			closeAll(files[:])
 			if c < 0 || c > 255 {
@@ -168,13 +177,19 @@ var errNotGrandchild = errors.New("relay: not a hook of this git")
 
 // open reads hook process pid's environment and working directory and
 // opens its stdin, stdout and stderr, where it is a grandchild of this
-// process.
-func open(pid int, hook string) (Request, [3]*os.File, error) {
+// process (with via more generations between).
+func open(pid int, hook string, via int) (Request, [3]*os.File, error) {
 	var files [3]*os.File
 	proc := "/proc/" + strconv.Itoa(pid)
-	if git, err := parent(pid); err != nil || git <= 1 {
-		return Request{}, files, errNotGrandchild
-	} else if serve, err := parent(git); err != nil || serve != os.Getpid() {
+	up := pid
+	for range 2 + via {
+		p, err := parent(up)
+		if err != nil || p <= 1 {
+			return Request{}, files, errNotGrandchild
+		}
+		up = p
+	}
+	if up != os.Getpid() {
 		return Request{}, files, errNotGrandchild
 	}
 	environ, err := os.ReadFile(proc + "/environ")

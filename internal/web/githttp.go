@@ -212,7 +212,7 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 	if g.service == receivePack && !g.infoRefs {
 		// The push's hooks run in this process, as serve runs them for
 		// SSH: they relay themselves here (hookhost).
-		p, err := s.hooks.Start(ctx, sess.Repo)
+		p, err := s.hooks.Start(ctx, principal, sess.Repo, sess.Dir)
 		if err != nil {
 			s.cfg.Log.WarnContext(ctx, "hook relay", "REPO", sess.Repo, "error", err)
 		}
@@ -222,10 +222,11 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 	if g.service == receivePack {
 		env = hookenv.GitEnv(own, sess.Handoff)
 		env = append(env, relayed.Env()...)
+		config := relayed.Config()
 		if sess.InputSize > 0 {
-			env = append(env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=receive.maxInputSize",
-				"GIT_CONFIG_VALUE_0="+strconv.FormatInt(sess.InputSize, 10))
+			config = append(config, "receive.maxInputSize="+strconv.FormatInt(sess.InputSize, 10))
 		}
+		env = append(env, gitConfigEnv(config)...)
 	} else {
 		env = stockgit.CleanEnv(own)
 	}
@@ -254,7 +255,7 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 	if g.service == receivePack && sess.InputSize > 0 {
 		limit = sess.InputSize + pushSlack
 	}
-	cmd := stockgit.HTTPBackend(ctx, env)
+	cmd := stockgit.HTTPBackend(ctx, s.backend, env)
 	cmd.ExtraFiles = relayed.Files()
 	var stdin io.WriteCloser
 	if !g.infoRefs {
@@ -412,6 +413,21 @@ func (lw *limitedWriter) Write(p []byte) (int, error) {
 		_, _ = lw.w.Write(p[:k])
 	}
 	return len(p), nil
+}
+
+// gitConfigEnv is git's configuration kv ("key=value") as the
+// environment git reads it from (GIT_CONFIG_COUNT), which git
+// http-backend passes on to receive-pack.
+func gitConfigEnv(kv []string) []string {
+	if len(kv) == 0 {
+		return nil
+	}
+	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(kv))}
+	for i, c := range kv {
+		k, v, _ := strings.Cut(c, "=")
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, k), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, v))
+	}
+	return env
 }
 
 // withoutVar is environ without variable name.

@@ -27,6 +27,7 @@ import (
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	stockgit "github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/highlight"
 	"github.com/collab-forge/collab/internal/hookhost"
 	"github.com/collab-forge/collab/internal/markdown"
@@ -81,6 +82,13 @@ type Config struct {
 	// client nor to it) for this long (0: DefaultGitIdle). There is no
 	// total deadline: a large clone that moves is never cut.
 	GitIdle time.Duration
+	// HookBinary is collab-hook, whose shims a repository's hooks are:
+	// where they are exactly those, a push over HTTP runs the root's
+	// hooks directory as serve does (internal/hookhost). "": never.
+	HookBinary string
+	// HookLog is where the hooks of pushes over HTTP log (journal.Open:
+	// where they log over SSH too); nil: Log.
+	HookLog *slog.Logger
 	// CacheBytes bounds each in-memory cache of rendered text (Markdown,
 	// highlighted files); 0 means 16 MiB.
 	CacheBytes int64
@@ -102,6 +110,8 @@ type Server struct {
 	slots *slots
 	// gitSlots holds a token per git request running (serveGit).
 	gitSlots chan struct{}
+	// backend is git's http-backend program ("": git's wrapper finds it).
+	backend string
 	// hooks runs the hooks of pushes over HTTP that relay themselves here.
 	hooks *hookhost.Host
 	// code caches highlighted files by blob id (immutable, so never stale).
@@ -159,7 +169,16 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
 		slots: newSlots(cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
-	s.hooks = &hookhost.Host{Root: cfg.Root, DB: cfg.DB, URL: cfg.URL, Log: cfg.Log}
+	hookLog := cfg.HookLog
+	if hookLog == nil {
+		hookLog = cfg.Log
+	}
+	s.hooks = &hookhost.Host{Root: cfg.Root, DB: cfg.DB, URL: cfg.URL, Log: hookLog, Binary: cfg.HookBinary, Via: 1}
+	if p, err := stockgit.HTTPBackendPath(context.Background()); err != nil {
+		cfg.Log.Warn("git http-backend", "error", err.Error())
+	} else {
+		s.backend = p
+	}
 	s.md = markdown.New(func(r markdown.Ref) string {
 		return "/" + reponame.Display(r.Repo) + "/-/ref/" + r.Prefix
 	}).WithCache(cfg.CacheBytes)
