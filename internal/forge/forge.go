@@ -334,3 +334,25 @@ func SSHCommand(setting, base string) string {
 	}
 	return "ssh git@FORGE"
 }
+
+// CloneURL is what to give git clone for repository key over SSH, from
+// the root's ssh setting (ssh://git@host:2222 or the scp-like git@host);
+// "" where it is unset.
+func CloneURL(sshSetting, key string) string {
+	switch {
+	case sshSetting == "":
+		return ""
+	case strings.HasPrefix(sshSetting, "ssh://"):
+		return strings.TrimRight(sshSetting, "/") + "/" + key
+	}
+	return strings.TrimSuffix(sshSetting, ":") + ":" + key
+}
+
+// HTTPCloneURL is repository key's URL for git over HTTP(S) under
+// collab-web's base URL; "" where that is unknown.
+func HTTPCloneURL(base, key string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimSuffix(base, "/") + "/" + key
+}

@@ -808,20 +808,14 @@ func greet(ctx context.Context, env *verbs.Env) error {
 	fmt.Fprintf(&b, "\nVerbs (%s VERB …): %s; 'help' lists them.\n",
 		forge.SSHCommand(env.SSH, env.URL), verbs.Overview())
 	if len(rs) > 0 && env.SSH != "" {
-		fmt.Fprintf(&b, "Clone: git clone %s\n", cloneURL(env.SSH, rs[0].Name))
+		fmt.Fprintf(&b, "Clone: git clone %s\n", forge.CloneURL(env.SSH, rs[0].Name))
+	}
+	if len(rs) > 0 && env.URL != "" {
+		fmt.Fprintf(&b, "Over HTTPS, with a token (token new) as the password: git clone %s\n", forge.HTTPCloneURL(env.URL, rs[0].Name))
 	}
 	fmt.Fprintf(&b, "Gerrit's git-review logs in as you unless told: %s\n", verbs.GitReviewUser(env.SSH))
 	_, err = io.WriteString(env.Stdout, b.String())
 	return err
-}
-
-// cloneURL is what to give git clone for key, from the root's ssh setting
-// (ssh://git@host:2222 or the scp-like git@host).
-func cloneURL(sshSetting, key string) string {
-	if strings.HasPrefix(sshSetting, "ssh://") {
-		return strings.TrimRight(sshSetting, "/") + "/" + key
-	}
-	return strings.TrimSuffix(sshSetting, ":") + ":" + key
 }
 
 // lookPath finds an executable named file in the colon-separated list path.

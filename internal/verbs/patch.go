@@ -9,6 +9,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/review"
@@ -121,10 +122,14 @@ func (env *Env) patchShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return env.Print(c, out, func(w io.Writer) { printPatch(w, out) })
+	return env.Print(c, out, func(w io.Writer) {
+		printPatch(w, out, forge.CloneURL(env.SSH, out.Repo), forge.HTTPCloneURL(env.URL, out.Repo))
+	})
 }
 
-func printPatch(w io.Writer, p review.Shown) {
+// printPatch prints p; sshURL and httpURL are its repository's, where
+// known (origin is either, for the fetch line).
+func printPatch(w io.Writer, p review.Shown, sshURL, httpURL string) {
 	fmt.Fprintf(w, "patch %s: %s\n", p.ID, p.Title)
 	draft := ""
 	if p.Draft {
@@ -159,6 +164,15 @@ func printPatch(w io.Writer, p review.Shown) {
 	}
 	if d := strings.TrimSpace(p.Description); d != "" {
 		fmt.Fprintf(w, "\n%s\n", d)
+	}
+	var remotes []string
+	for _, u := range []string{sshURL, httpURL} {
+		if u != "" {
+			remotes = append(remotes, u)
+		}
+	}
+	if len(remotes) > 0 {
+		fmt.Fprintf(w, "\nrepository: %s\n", strings.Join(remotes, " or "))
 	}
 	fmt.Fprintf(w, "\nrevisions (fetch them: %s):\n", collabref.FetchLine(p.ID))
 	for _, r := range p.Revisions {
