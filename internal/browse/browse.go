@@ -33,8 +33,11 @@ const (
 	MaxRaw = 64 << 20
 	// MaxEntries bounds a tree listing.
 	MaxEntries = 2000
-	// MaxRefs bounds the branches listed.
-	MaxRefs = 200
+	// MaxRefs bounds the branches listed on a page: the overview's and
+	// each of the branches list's.
+	MaxRefs = 100
+	// maxSubjectCols is where lists cut a commit's subject ("..").
+	maxSubjectCols = "200"
 	// maxListing bounds the bytes of a listing git prints (trees, refs, logs).
 	maxListing = 4 << 20
 	// maxMessages bounds the commit messages of one revision's list.
@@ -74,8 +77,10 @@ type Commit struct {
 func (c Commit) Short() string { return c.OID[:min(len(c.OID), 10)] }
 
 const (
-	fieldSep  = "\x1f"
-	logFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s"
+	fieldSep = "\x1f"
+	// logFormat's subject is cut at MaxSubject columns by git itself (a
+	// message's first paragraph may be a megabyte long).
+	logFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%<(" + maxSubjectCols + ",trunc)%s"
 	msgFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%b"
 )
 
@@ -88,7 +93,8 @@ func parseCommit(rec string, full bool) (Commit, bool) {
 	if len(f) != n || !git.IsOID(f[0]) {
 		return Commit{}, false
 	}
-	c := Commit{OID: f[0], Parents: strings.Fields(f[1]), Author: f[2], AuthorEmail: f[3], When: f[4], Subject: f[5]}
+	// The subject is padded to its cut's width.
+	c := Commit{OID: f[0], Parents: strings.Fields(f[1]), Author: f[2], AuthorEmail: f[3], When: f[4], Subject: strings.TrimRight(f[5], " ")}
 	if full {
 		c.Body = strings.TrimRight(f[6], "\n")
 	}
@@ -108,36 +114,94 @@ func (r Repo) DefaultBranch(ctx context.Context) (string, error) {
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "refs/heads/"), nil
 }
 
-// Branches lists up to max branches, the default first, then by the
-// date of their tips, newest first; more says some were left out.
-func (r Repo) Branches(ctx context.Context, max int) (bs []Branch, more bool, err error) {
-	def, err := r.DefaultBranch(ctx)
+// Branches lists a page of the branches: the default first, then the
+// others by the committer date of their tips, newest first; skip of them
+// are left out and at most n returned; total is how many there are.
+//
+// One listing of names and ids (no commit read) and one git log of the
+// page's tips sorted by date: git for-each-ref --sort=-committerdate
+// reads every tip's commit through its formatting code, which on 10,000
+// branches costs several times the whole overview.
+func (r Repo) Branches(ctx context.Context, skip, n int) (bs []Branch, total int, err error) {
+	out, _, err := r.git.Output(ctx, maxListing, nil, "for-each-ref", "--format=%(HEAD)%(objectname) %(refname:strip=2)", "refs/heads/")
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
-	out, cut, err := r.git.Output(ctx, maxListing, nil, "for-each-ref", "--sort=-committerdate", "--count="+strconv.Itoa(max+1),
-		"--format=%(refname:strip=2)%1f%(objectname)%1f%(parent)%1f%(authorname)%1f%(authoremail:trim)%1f%(authordate:iso-strict)%1f%(contents:subject)%00",
-		"refs/heads/")
-	if err != nil {
-		return nil, false, err
-	}
-	for _, rec := range strings.Split(string(out), "\x00") {
-		name, rest, ok := strings.Cut(strings.TrimLeft(rec, "\n"), fieldSep)
-		if !ok {
+	def, defOID := "", ""
+	names := map[string][]string{} // by tip, in name order
+	var tips []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if len(line) < 2 {
 			continue
 		}
-		c, ok := parseCommit(rest, false)
-		if !ok {
-			continue // a branch pointing at something other than a commit
+		head := line[0] == '*'
+		oid, name, ok := strings.Cut(line[1:], " ")
+		if !ok || !git.IsOID(oid) || name == "" {
+			continue
 		}
-		bs = append(bs, Branch{Name: name, Commit: c, Default: name == def})
+		total++
+		if head {
+			def, defOID = name, oid
+			continue
+		}
+		if names[oid] == nil {
+			tips = append(tips, oid)
+		}
+		names[oid] = append(names[oid], name)
 	}
-	if len(bs) > max || cut {
-		more = true
-		bs = bs[:min(len(bs), max)]
+	if def != "" {
+		if skip == 0 {
+			c, err := r.commits(ctx, 0, defOID)
+			if err != nil {
+				return nil, 0, err
+			}
+			if len(c) == 1 {
+				bs = append(bs, Branch{Name: def, Commit: c[0], Default: true})
+				n--
+			}
+		} else {
+			skip--
+		}
 	}
-	sort.SliceStable(bs, func(i, j int) bool { return bs[i].Default && !bs[j].Default })
-	return bs, more, nil
+	if n <= 0 || len(tips) == 0 {
+		return bs, total, nil
+	}
+	// The page's branches lie among the first skip+n tips by date.
+	cs, err := r.commits(ctx, skip+n, tips...)
+	if err != nil {
+		return nil, 0, err
+	}
+	i := 0
+	for _, c := range cs {
+		for _, name := range names[c.OID] {
+			if i >= skip && i < skip+n {
+				bs = append(bs, Branch{Name: name, Commit: c})
+			}
+			i++
+		}
+	}
+	return bs, total, nil
+}
+
+// commits reads the commits oids (full ids) as logFormat shows them: the
+// first max by committer date, newest first, or (max 0) all in their order.
+func (r Repo) commits(ctx context.Context, max int, oids ...string) ([]Commit, error) {
+	args := []string{"log", "-z", logFormat, "--no-walk=unsorted", "--stdin"}
+	if max > 0 {
+		args = []string{"log", "-z", logFormat, "--no-walk=sorted", "--max-count=" + strconv.Itoa(max), "--stdin"}
+	}
+	in := strings.Join(oids, "\n") + "\n"
+	out, _, err := r.git.Output(ctx, maxListing, strings.NewReader(in), args...)
+	if err != nil {
+		return nil, err
+	}
+	var cs []Commit
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if c, ok := parseCommit(rec, false); ok {
+			cs = append(cs, c)
+		}
+	}
+	return cs, nil
 }
 
 // Log returns up to n commits reachable from commit (a full id), newest

@@ -155,8 +155,22 @@ func TestReads(t *testing.T) {
 	if err != nil || more || len(cs) != 1 || cs[0].Body != "The body." {
 		t.Fatalf("range: %+v %v %v", cs, more, err)
 	}
-	bs, more, err := r.Branches(ctx, 10)
-	if err != nil || more || len(bs) != 3 || bs[0].Name != "main" || !bs[0].Default {
-		t.Fatalf("branches: %+v %v %v", bs, more, err)
+	bs, total, err := r.Branches(ctx, 0, 10)
+	if err != nil || total != 3 || len(bs) != 3 || bs[0].Name != "main" || !bs[0].Default {
+		t.Fatalf("branches: %+v %v %v", bs, total, err)
+	}
+	// Page by page, each branch once, the default first.
+	var paged []string
+	for skip := 0; skip < 4; skip++ {
+		bs, total, err := r.Branches(ctx, skip, 1)
+		if err != nil || total != 3 || len(bs) != min(1, 3-skip) {
+			t.Fatalf("branches page %d: %+v %v %v", skip, bs, total, err)
+		}
+		for _, b := range bs {
+			paged = append(paged, b.Name)
+		}
+	}
+	if strings.Join(paged, " ") != "main topic feature/x" && strings.Join(paged, " ") != "main feature/x topic" {
+		t.Fatalf("pages: %q", paged)
 	}
 }

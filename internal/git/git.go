@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -385,6 +386,73 @@ func (r Repo) Refs(ctx context.Context, prefixes ...string) (map[string]string, 
 		}
 	}
 	return refs, nil
+}
+
+// CountRefs is how many refs there are under the given prefixes (each
+// ending in "/"), read from the files git keeps them in (packed-refs and
+// the loose refs) without starting git, which costs more than the reading
+// for a repository of ordinary size; git's own listing where it keeps
+// them otherwise (reftable).
+func (r Repo) CountRefs(ctx context.Context, prefixes ...string) (int, error) {
+	if _, err := os.Stat(filepath.Join(r.Dir, "reftable")); errors.Is(err, os.ErrNotExist) {
+		if n, err := countRefFiles(r.Dir, prefixes); err == nil {
+			return n, nil
+		}
+	}
+	out, err := r.Run(ctx, nil, append([]string{"for-each-ref", "--format=.", "--"}, prefixes...)...)
+	if err != nil {
+		return 0, err
+	}
+	return bytes.Count(out, []byte{'\n'}), nil
+}
+
+// countRefFiles counts the refs under prefixes in gitDir's packed-refs
+// and loose ref files, each name once.
+func countRefFiles(gitDir string, prefixes []string) (int, error) {
+	seen := map[string]bool{}
+	under := func(name string) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		}
+		return false
+	}
+	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	for _, line := range bytes.Split(packed, []byte{'\n'}) {
+		if len(line) == 0 || line[0] == '#' || line[0] == '^' {
+			continue
+		}
+		if _, name, ok := bytes.Cut(line, []byte{' '}); ok && under(string(name)) {
+			seen[string(name)] = true
+		}
+	}
+	for _, p := range prefixes {
+		base := filepath.Join(gitDir, filepath.FromSlash(strings.TrimSuffix(p, "/")))
+		err := filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if d.Type().IsRegular() && !strings.HasSuffix(path, ".lock") {
+				rel, err := filepath.Rel(gitDir, path)
+				if err != nil {
+					return err
+				}
+				seen[filepath.ToSlash(rel)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(seen), nil
 }
 
 // Commit is what the hooks need of a commit.

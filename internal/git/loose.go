@@ -1,14 +1,17 @@
 package git
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // MaxLooseCommit bounds the commits LooseCommit reads: a commit is its
@@ -75,4 +78,152 @@ func CommitParents(body []byte) []string {
 		out = append(out, string(p))
 		body = rest
 	}
+}
+
+// looseHeader reads the type and size of the loose object in file,
+// inflating only its header.
+func looseHeader(file string) (typ string, size int64, err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(f)
+	if err != nil {
+		return "", 0, err
+	}
+	defer z.Close()
+	var buf [32]byte
+	n, err := io.ReadFull(z, buf[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", 0, err
+	}
+	head, _, ok := bytes.Cut(buf[:n], []byte{0})
+	t, s, ok2 := bytes.Cut(head, []byte{' '})
+	if !ok || !ok2 {
+		return "", 0, fmt.Errorf("%s: malformed object header", file)
+	}
+	size, err = strconv.ParseInt(string(s), 10, 64)
+	return string(t), size, err
+}
+
+// NewCommitsOver returns the commits a push brought (the objects of its
+// quarantine, GIT_QUARANTINE_PATH in r's environment: only objects the
+// repository lacked) whose object holds more than n bytes, so that a limit
+// on their messages reads no commit that cannot be over it. Loose objects
+// (a push of fewer than transfer.unpackLimit objects) are read here, their
+// headers only; a pack takes one git cat-file over the quarantine alone.
+// Outside a quarantine it finds nothing.
+func (r Repo) NewCommitsOver(ctx context.Context, n int64) ([]string, error) {
+	q := ""
+	if r.Mode == Hook {
+		q = lastValue(r.Env(), "GIT_QUARANTINE_PATH")
+	}
+	if q == "" {
+		return nil, nil
+	}
+	if !filepath.IsAbs(q) {
+		q = filepath.Join(r.Dir, q)
+	}
+	if packs, _ := filepath.Glob(filepath.Join(q, "pack", "*.idx")); len(packs) > 0 {
+		return r.packedCommitsOver(ctx, q, n)
+	}
+	dirs, err := os.ReadDir(q)
+	if err != nil {
+		return nil, fmt.Errorf("read quarantine: %w", err)
+	}
+	var out []string
+	for _, d := range dirs {
+		if len(d.Name()) != 2 || !d.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(q, d.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read quarantine: %w", err)
+		}
+		for _, f := range files {
+			oid := d.Name() + f.Name()
+			if !IsOID(oid) {
+				continue
+			}
+			typ, size, err := looseHeader(filepath.Join(q, d.Name(), f.Name()))
+			if err != nil {
+				return nil, fmt.Errorf("quarantined object %s: %w", oid, err)
+			}
+			if typ == "commit" && size > n {
+				out = append(out, oid)
+			}
+		}
+	}
+	return out, nil
+}
+
+// packedCommitsOver is NewCommitsOver where the quarantine q holds a pack:
+// git lists q's objects, without the repository's (no alternates).
+func (r Repo) packedCommitsOver(ctx context.Context, q string, n int64) ([]string, error) {
+	cmd := r.With("GIT_OBJECT_DIRECTORY="+q, "GIT_ALTERNATE_OBJECT_DIRECTORIES=").Command(ctx,
+		"cat-file", "--batch-all-objects", "--unordered", "--batch-check=%(objecttype) %(objectsize) %(objectname)")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("git cat-file: %w", err)
+	}
+	var oids []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		typ, rest, _ := strings.Cut(sc.Text(), " ")
+		if typ != "commit" {
+			continue
+		}
+		size, oid, _ := strings.Cut(rest, " ")
+		if s, err := strconv.ParseInt(size, 10, 64); err == nil && s > n && IsOID(oid) {
+			oids = append(oids, oid)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return nil, failed([]string{"cat-file", "--batch-all-objects"}, stderr.String(), err)
+	}
+	return oids, sc.Err()
+}
+
+// MessageBytes is the length of commit oid's message (what follows its
+// headers), read as a stream: a message may be far larger than any limit.
+func (r Repo) MessageBytes(ctx context.Context, oid string) (int64, error) {
+	if !IsOID(oid) {
+		return 0, fmt.Errorf("message of %q: not an object id", oid)
+	}
+	cmd := r.Command(ctx, "cat-file", "commit", oid)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("git cat-file: %w", err)
+	}
+	br := bufio.NewReader(out)
+	var n int64
+	inBody, lineStart := false, true
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case inBody:
+			n += int64(len(line))
+		case lineStart && len(line) == 1 && line[0] == '\n':
+			inBody = true
+		}
+		lineStart = err != bufio.ErrBufferFull // a long header goes on
+		if err != nil && err != bufio.ErrBufferFull {
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, failed([]string{"cat-file", "commit", oid}, stderr.String(), err)
+	}
+	return n, nil
 }

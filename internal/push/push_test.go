@@ -1,6 +1,7 @@
 package push
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -125,6 +126,7 @@ func TestPreReceiveLimits(t *testing.T) {
 	o := strings.Repeat("1", 40)
 	lim := pushlimit.Defaults()
 	lim.ForRefs, lim.Refs, lim.Options = 2, 4, 1
+	lim.RepoRefs = math.MaxInt64 // no repository here to count in
 	e := &Env{Repo: "demo.git", Principal: "alice", WriteChecked: true, Limits: &lim}
 	up := func(refs ...string) []Update {
 		var us []Update

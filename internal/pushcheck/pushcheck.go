@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,7 +217,74 @@ func Check(ctx context.Context, p Push) error {
 			}
 		}
 	}
+	if err := checkRepoRefs(ctx, p); err != nil {
+		return err
+	}
+	if err := checkMessages(ctx, p); err != nil {
+		return err
+	}
 	return enforceRules(ctx, p)
+}
+
+// checkRepoRefs refuses a push that creates branches or tags past the
+// repository's limit; one that only moves or deletes them always goes on
+// (so a repository over a lowered limit can be brought under it).
+func checkRepoRefs(ctx context.Context, p Push) error {
+	creates := 0
+	for _, u := range p.Updates {
+		if u.Old == git.ZeroOID && u.New != git.ZeroOID && (strings.HasPrefix(u.Ref, HeadsPrefix) || strings.HasPrefix(u.Ref, "refs/tags/")) {
+			creates++
+		}
+	}
+	if creates == 0 || p.Limits.RepoRefs == math.MaxInt64 {
+		return nil
+	}
+	have, err := p.Git.CountRefs(ctx, HeadsPrefix, "refs/tags/")
+	if err != nil {
+		return fmt.Errorf("count refs: %w", err)
+	}
+	if int64(have+creates) > p.Limits.RepoRefs {
+		return fault.New(fault.TooLarge, "push refused: %s would hold %d branches and tags, at most %d (setting %s); delete some first",
+			reponame.Display(p.Repo), have+creates, p.Limits.RepoRefs, pushlimit.SettingRepoRefs)
+	}
+	return nil
+}
+
+// checkMessages refuses a push that brings a commit, new to the
+// repository, whose message is over the limit that a refs/for tip's is
+// held to: on a branch it would be shown on every page that lists it.
+// Only commits whose object is over the limit are read (git.NewCommitsOver:
+// loose objects without git, a pack by one listing), so an ordinary push
+// of many commits reads none.
+func checkMessages(ctx context.Context, p Push) error {
+	if p.Limits.MessageBytes == math.MaxInt64 || !brings(p.Updates) {
+		return nil
+	}
+	big, err := p.Git.NewCommitsOver(ctx, p.Limits.MessageBytes)
+	if err != nil {
+		return fmt.Errorf("read the pushed commits: %w", err)
+	}
+	for _, oid := range big {
+		n, err := p.Git.MessageBytes(ctx, oid)
+		if err != nil {
+			return fmt.Errorf("read the pushed commits: %w", err)
+		}
+		if n > p.Limits.MessageBytes {
+			return fault.New(fault.Usage, "commit %s: message of %d bytes is too long (at most %d, setting %s); shorten it with git commit --amend",
+				oid[:12], n, p.Limits.MessageBytes, pushlimit.SettingMessageBytes)
+		}
+	}
+	return nil
+}
+
+// brings reports whether any update sets a ref to an object.
+func brings(us []Update) bool {
+	for _, u := range us {
+		if u.New != git.ZeroOID {
+			return true
+		}
+	}
+	return false
 }
 
 // Log writes pre-receive's journal entries for a push decided in err, one

@@ -28,6 +28,7 @@ const (
 	SettingOptionBytes  = "push_max_option_bytes"
 	SettingMessageBytes = "push_max_message_bytes"
 	SettingInputSize    = "push_max_input_size"
+	SettingRepoRefs     = "push_max_repo_refs"
 )
 
 // Limits are the limits on one push.
@@ -42,24 +43,29 @@ type Limits struct {
 	// their bytes in all.
 	Options     int64
 	OptionBytes int64
-	// MessageBytes bounds the message of a refs/for tip (it becomes the
-	// patch's title and description).
+	// MessageBytes bounds the message of every commit a push brings that
+	// is new to the repository (pre-receive), and of a refs/for tip (it
+	// becomes the patch's title and description).
 	MessageBytes int64
 	// InputSize is git's receive.maxInputSize: the bytes of pack one push
 	// may send; 0 means no limit.
 	InputSize int64
+	// RepoRefs bounds the branches and tags of one repository: a push that
+	// creates one past it is refused (one writer's 10,001 branches made
+	// every overview slow).
+	RepoRefs int64
 }
 
 // Defaults are the limits while no setting says otherwise.
 func Defaults() Limits {
-	return Limits{Refs: 10000, ForRefs: 100, Options: 100, OptionBytes: 128 << 10, MessageBytes: 64 << 10, InputSize: 2 << 30}
+	return Limits{Refs: 10000, ForRefs: 100, Options: 100, OptionBytes: 128 << 10, MessageBytes: 64 << 10, InputSize: 2 << 30, RepoRefs: 10000}
 }
 
 // Unlimited are no limits: what the operator's own pushes through a local
 // path get (like admin commands, they are not limited).
 func Unlimited() Limits {
 	const n = math.MaxInt64
-	return Limits{Refs: n, ForRefs: n, Options: n, OptionBytes: n, MessageBytes: n}
+	return Limits{Refs: n, ForRefs: n, Options: n, OptionBytes: n, MessageBytes: n, RepoRefs: n}
 }
 
 // setting is one limit's key, its field, its bounds and what its value
@@ -79,6 +85,7 @@ func settings() []setting {
 		{SettingOptionBytes, func(l *Limits) *int64 { return &l.OptionBytes }, 0, 1 << 30, "bytes"},
 		{SettingMessageBytes, func(l *Limits) *int64 { return &l.MessageBytes }, 1, 1 << 30, "bytes"},
 		{SettingInputSize, func(l *Limits) *int64 { return &l.InputSize }, 0, 1 << 50, "bytes (0: no limit)"},
+		{SettingRepoRefs, func(l *Limits) *int64 { return &l.RepoRefs }, 1, 1e9, "branches and tags"},
 	}
 }
 

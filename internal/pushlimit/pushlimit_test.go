@@ -45,7 +45,7 @@ func TestOfAndHandOff(t *testing.T) {
 	if got, ok := Decode(l.Encode()); !ok || got != l {
 		t.Fatalf("Decode(Encode(%+v)) = %+v, %v", l, got, ok)
 	}
-	for _, bad := range []string{"", "1 2 3", "1 1 1 1 1 x", "0 1 1 1 1 1", strings.Repeat("1 ", 7)} {
+	for _, bad := range []string{"", "1 2 3", "1 1 1 1 1 1 x", "0 1 1 1 1 1 1", strings.Repeat("1 ", 8)} {
 		if _, ok := Decode(bad); ok {
 			t.Errorf("Decode(%q) accepted", bad)
 		}

@@ -199,6 +199,59 @@ type branchRow struct {
 	Rule string
 }
 
+func branchRows(key string, bs []browse.Branch, rules map[string]string) []branchRow {
+	rows := make([]branchRow, 0, len(bs))
+	for _, b := range bs {
+		rows = append(rows, branchRow{Name: b.Name, URL: codeURL(key, "tree", b.Name, ""), CommitsURL: codeURL(key, "commits", b.Name, ""),
+			Commit: commitRows(key, []browse.Commit{b.Commit})[0], Default: b.Default, Rule: rules[b.Name]})
+	}
+	return rows
+}
+
+// maxBranchesPage bounds ?page= of the branches list (browse.MaxRefs a
+// page: past a million branches, use git).
+const maxBranchesPage = 10000
+
+// pageBranches is /REPO/-/branches: every branch, browse.MaxRefs a page
+// (?page=N), the default first, then by the date of their tips.
+func (s *Server) pageBranches(w http.ResponseWriter, r *http.Request) error {
+	name, err := repoName(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	n := 1
+	if v := r.URL.Query().Get("page"); v != "" {
+		n, err = strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxBranchesPage {
+			return fault.New(fault.Usage, "bad page %q: want 1 to %d", text.Clip(v), maxBranchesPage)
+		}
+	}
+	home, err := s.ops.RepoHome(ctx, actor(r), name)
+	if err != nil {
+		return err
+	}
+	key, g := home.Repo, browse.Open(home.Dir)
+	bs, total, err := g.Branches(ctx, (n-1)*browse.MaxRefs, browse.MaxRefs)
+	if err != nil {
+		return fmt.Errorf("branches of %s: %w", key, err)
+	}
+	data := map[string]any{
+		"Title": "Branches · " + reponame.Display(key), "Repo": key, "Tab": "code",
+		"Branches": branchRows(key, bs, home.Rules), "BranchCount": total,
+		"From": (n-1)*browse.MaxRefs + 1, "To": (n-1)*browse.MaxRefs + len(bs),
+	}
+	base := pagePath(key, "branches")
+	if n*browse.MaxRefs < total {
+		data["Next"] = base + "?page=" + strconv.Itoa(n+1)
+	}
+	if n > 1 {
+		data["Prev"] = base + "?page=" + strconv.Itoa(n-1)
+	}
+	s.render(w, r, http.StatusOK, "branches", data)
+	return nil
+}
+
 // redirectHome sends /REPO/- to the overview.
 func (s *Server) redirectHome(w http.ResponseWriter, r *http.Request) error {
 	name, err := repoName(r)
@@ -231,7 +284,7 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	bs, moreBranches, err := g.Branches(ctx, browse.MaxRefs)
+	bs, total, err := g.Branches(ctx, 0, browse.MaxRefs)
 	if err != nil {
 		return fmt.Errorf("branches of %s: %w", key, err)
 	}
@@ -239,13 +292,11 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 		"Title": reponame.Display(key), "Repo": key, "Tab": "code", "Info": rp,
 		"SSHURL": sshURL, "GitURL": gitURL, "HTTPURL": s.cfg.URL + "/" + reponame.Display(key) + ".git", "Secure": s.secure,
 		"OpenIssues": openIssues, "OpenPatches": openPatches,
-		"MoreBranches": moreBranches,
+		"BranchCount": total, "BranchesURL": pagePath(key, "branches"),
 	}
-	var rows []branchRow
+	rows := branchRows(key, bs, rules)
 	var def *browse.Branch
 	for i, b := range bs {
-		rows = append(rows, branchRow{Name: b.Name, URL: codeURL(key, "tree", b.Name, ""), CommitsURL: codeURL(key, "commits", b.Name, ""),
-			Commit: commitRows(key, []browse.Commit{b.Commit})[0], Default: b.Default, Rule: rules[b.Name]})
 		if b.Default {
 			def = &bs[i]
 		}

@@ -17,7 +17,7 @@ type pages struct {
 	sets map[string]*template.Template
 }
 
-var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases", "repo", "tree", "blob", "commits"}
+var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases", "repo", "tree", "blob", "commits", "branches"}
 
 func loadPages(s *Server) (*pages, error) {
 	funcs := template.FuncMap{

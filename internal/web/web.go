@@ -349,6 +349,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/tree/{rest:.*}", s.h(s.costly(s.pageTree))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/blob/{rest:.*}", s.h(s.costly(s.pageBlob))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/raw/{rest:.*}", s.h(s.costly(s.pageRaw))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/branches", s.h(s.costly(s.pageBranches))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/commits", s.h(s.costly(s.pageCommits))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/commits/{rest:.*}", s.h(s.costly(s.pageCommits))).Methods("GET", "HEAD")
 	r.HandleFunc("/{repo:.+?}/-", s.h(s.redirectHome)).Methods("GET", "HEAD")
