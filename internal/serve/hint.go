@@ -1,13 +1,20 @@
 package serve
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/pushlimit"
+	"github.com/collab-forge/collab/internal/store"
 )
 
 // The input size hint. serve starts git-receive-pack before it reads the
@@ -46,4 +53,54 @@ func writeInputSizeHint(root forge.Root, n int64) error {
 		return fmt.Errorf("write the input size hint: %w", err)
 	}
 	return nil
+}
+
+// checkWriter opens the database and checks that r's principal may push
+// to repository key: the principal still exists, is enabled and holds the
+// key used, and has write access.
+func checkWriter(ctx context.Context, r *Request, key string) (*store.DB, access.Level, error) {
+	db, err := store.OpenShort(ctx, r.Root.DBPath())
+	if err != nil {
+		return nil, 0, fault.Default(err, "forge database unavailable")
+	}
+	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
+		db.Close()
+		return nil, 0, err
+	}
+	level, err := access.Require(ctx, db.R(), r.Principal, key, access.Write)
+	if err != nil {
+		db.Close()
+		return nil, 0, err
+	}
+	return db, level, nil
+}
+
+// writersDir holds a mark per principal and repository that passed
+// serve's access check for a push: where there is one, serve starts git
+// beside the next check rather than after it. A mark outlives a revoked
+// grant harmlessly: the check still refuses before any byte passes; it
+// only lets git start first for someone who could push before.
+func writersDir(root forge.Root) string { return root.DBPath() + ".writers" }
+
+func writerMark(root forge.Root, principal, key string) string {
+	sum := sha256.Sum256([]byte(principal + "\x00" + key))
+	return filepath.Join(writersDir(root), hex.EncodeToString(sum[:16]))
+}
+
+// wroteBefore reports whether principal passed the check for key before.
+func wroteBefore(root forge.Root, principal, key string) bool {
+	_, err := os.Lstat(writerMark(root, principal, key))
+	return err == nil
+}
+
+// noteWriter marks principal as one who passed the check for key.
+func noteWriter(root forge.Root, principal, key string) error {
+	if err := os.MkdirAll(writersDir(root), forge.DirMode); err != nil {
+		return fmt.Errorf("note a writer: %w", err)
+	}
+	f, err := os.OpenFile(writerMark(root, principal, key), os.O_WRONLY|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("note a writer: %w", err)
+	}
+	return f.Close()
 }

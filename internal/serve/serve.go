@@ -334,6 +334,22 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	if err != nil {
 		return 0, false
 	}
+	// git starts before the access check, beside it, only for a principal
+	// who passed it for this repository before (writers): no one else
+	// makes git start in a repository, and a stranger's refusal costs the
+	// same for a private repository as for a missing one.
+	var db *store.DB
+	var level access.Level
+	early := wroteBefore(r.Root, r.Principal, key)
+	if !early {
+		if db, level, err = checkWriter(ctx, r, key); err != nil {
+			return refuse(err, "command", prog, "REPO", key), true
+		}
+		defer db.Close()
+		if err := noteWriter(r.Root, r.Principal, key); err != nil {
+			log.WarnContext(ctx, "writers", "REPO", key, "error", err.Error())
+		}
+	}
 	dir, err := reponame.Dir(r.Root.ReposDir(), key)
 	if err != nil {
 		return 0, false
@@ -396,17 +412,11 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		return refuse(err, "command", prog, "REPO", key)
 	}
 
-	db, err := store.OpenShort(ctx, r.Root.DBPath())
-	if err != nil {
-		return fail(fault.Default(err, "forge database unavailable")), true
-	}
-	defer db.Close()
-	if err := checkPrincipal(ctx, db, r.Principal, r.UserAuth); err != nil {
-		return fail(err), true
-	}
-	level, err := access.Require(ctx, db.R(), r.Principal, key, access.Write)
-	if err != nil {
-		return fail(err), true
+	if early {
+		if db, level, err = checkWriter(ctx, r, key); err != nil {
+			return fail(err), true
+		}
+		defer db.Close()
 	}
 	h.Checked = hookenv.Check{Level: level, Repo: key, At: r.now()}
 	lim, err := pushLimits(ctx, db)

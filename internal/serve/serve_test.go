@@ -705,30 +705,41 @@ func TestWithConfig(t *testing.T) {
 	}
 }
 
-// serve starts receive-pack before its check, but nothing passes between
-// git and the client until the check has passed: a refused pusher sees
-// none of git's output (its ref advertisement), and git none of what the
-// client sent unasked; and git reads the client's input only once the
-// hand-off is sealed. Here "git" is a shell that writes its advertisement
-// at once and keeps what it reads.
+// serve starts receive-pack before its check only for a principal who
+// passed it for the repository before (a writer's mark), and starts no git
+// at all for anyone refused otherwise; where it started git early, nothing
+// passes between git and the client until the check has passed: a
+// refused pusher sees none of git's output (its ref advertisement), and
+// git none of what the client sent unasked; and git reads the client's
+// input only once the hand-off is sealed. Here "git" is a shell that
+// writes its advertisement at once and keeps what it reads.
 func TestReceivePackHeld(t *testing.T) {
 	f := setup(t)
 	for _, tc := range []struct {
-		principal string
-		pass      bool
+		name, principal string
+		mark            bool // passed the check before
+		pass            bool
 	}{
-		{"alice", true},   // write access
-		{"bob", false},    // read only
-		{"gone", false},   // disabled
-		{"nobody", false}, // no such principal
+		{"first push", "alice", false, true},  // write access: checked, then git
+		{"next push", "alice", true, true},    // git beside the check
+		{"read only", "bob", false, false},    // no git
+		{"read only now", "bob", true, false}, // git stopped unheard
+		{"disabled", "gone", true, false},
+		{"no such principal", "nobody", false, false},
 	} {
-		t.Run(tc.principal, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.mark {
+				if err := noteWriter(f.root, tc.principal, "demo.git"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			got := filepath.Join(t.TempDir(), "stdin")
 			client := &sealCheck{r: strings.NewReader("0000 blind commands and a pack")}
-			var stopped bool
+			var started, stopped bool
 			res := f.run(t, tc.principal, "git-receive-pack 'demo.git'", func(r *Request) {
 				r.Stdin = client
 				r.Start = func(ctx context.Context, _ string, _, _ []string, stdin, stdout *os.File, files []*os.File) (func() (int, error), error) {
+					started = true
 					client.late = files[len(files)-1]
 					cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `echo advertisement; cat > "$1"`, "sh", got)
 					cmd.Stdin, cmd.Stdout = stdin, stdout
@@ -752,10 +763,16 @@ func TestReceivePackHeld(t *testing.T) {
 				if h := client.sealed; !strings.HasPrefix(h[hookenv.AccessVar], "write demo.git ") || h[hookenv.RulesVar] == "" {
 					t.Errorf("hand-off when serve read the client's input: %q", h)
 				}
+				if !wroteBefore(f.root, tc.principal, "demo.git") {
+					t.Errorf("a push that passed left no writer's mark")
+				}
 				return
 			}
-			if res.code == 0 || res.stdout != "" || len(read) != 0 || !stopped {
-				t.Errorf("exit %d, client got %q, git got %q, stopped %v", res.code, res.stdout, read, stopped)
+			if res.code == 0 || res.stdout != "" || len(read) != 0 || started != tc.mark || stopped != tc.mark {
+				t.Errorf("exit %d, client got %q, git got %q, started %v, stopped %v", res.code, res.stdout, read, started, stopped)
+			}
+			if !tc.mark && wroteBefore(f.root, tc.principal, "demo.git") {
+				t.Errorf("a refused principal was marked a writer")
 			}
 		})
 	}
