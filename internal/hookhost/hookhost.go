@@ -13,10 +13,12 @@
 // socket (relay.Pair).
 //
 // COLLAB_HTTP_RELAY=off turns both off (the hooks run as processes), and
-// COLLAB_HTTP_RELAY=shims the hooks directory only, for bench/http, which
-// measures them in one run against stock http-backend under lighttpd
-// (a one-commit push, median of 21 interleaved rounds, two runs on a
-// 2-core machine busy with other builds): see docs/web.md.
+// COLLAB_HTTP_RELAY=shims the hooks directory only. bench/http measures
+// all three in one run against stock http-backend under lighttpd (a
+// one-commit push, median wall, two runs on a 2-core machine at load
+// 4-5; docs/web.md): a branch push 0.85x and 0.99x the floor as
+// installed, 1.12x and 1.28x with shims, 1.24x and 1.21x as processes;
+// a refs/for push 1.05x and 1.17x, 1.22x and 1.40x, 1.37x and 1.48x.
 package hookhost
 
 import (
