@@ -63,7 +63,7 @@ type Push struct {
 	child    *os.File
 	srv      *relay.Server
 	prefetch *push.Prefetch
-	direct   *direct
+	direct   *Direct
 	hooksDir string
 	// scanned is the hand-off of the branches post-receive scans (the
 	// gate's facts); skips are the moves pre-receive found unmerged.
@@ -72,23 +72,27 @@ type Push struct {
 	record  func()
 }
 
-// direct is what git runs the root's hooks directory with: the hook
+// Direct is what git runs the root's hooks directory with: the hook
 // script (hookdir.FD), the post-receive gate (hookenv.GateFD) and the
-// script relay's pipes (relay.ReqFD, relay.AnsFD).
-type direct struct {
-	script, gate *os.File
-	pipes        [2]*os.File
-	scripts      *relay.ScriptServer
+// script relay's pipes (relay.ReqFD, relay.AnsFD), whose server answers
+// the hooks (Scripts). serve uses it for SSH as this package does for
+// HTTP.
+type Direct struct {
+	Script, Gate *os.File
+	Pipes        [2]*os.File
+	Scripts      *relay.ScriptServer
 }
 
-func (d *direct) close() {
-	for _, f := range []*os.File{d.script, d.gate, d.pipes[0], d.pipes[1]} {
+// Close closes the files and, once the hook it runs (if any) is done,
+// the script relay.
+func (d *Direct) Close() {
+	for _, f := range []*os.File{d.Script, d.Gate, d.Pipes[0], d.Pipes[1]} {
 		if f != nil {
 			f.Close()
 		}
 	}
-	if d.scripts != nil {
-		d.scripts.Close()
+	if d.Scripts != nil {
+		d.Scripts.Close()
 	}
 }
 
@@ -109,7 +113,7 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 	}
 	p := &Push{child: child, srv: srv, prefetch: push.NewPrefetch(context.WithoutCancel(ctx))}
 	if mode != "shims" {
-		p.direct, p.hooksDir = h.directHooks(dir), hookdir.Dir(h.Root.Dir)
+		p.direct, p.hooksDir = OpenDirect(h.Root.Dir, dir, h.Binary, h.Via, h.Log), hookdir.Dir(h.Root.Dir)
 	}
 	if p.direct != nil {
 		// Which branches post-receive scans, for pre-receive to shut the
@@ -130,7 +134,7 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 		}
 		var gate func() error
 		if req.Hook == "pre-receive" && p.skips != nil {
-			gate = func() error { return hookenv.Shut(p.direct.gate) }
+			gate = func() error { return hookenv.Shut(p.direct.Gate) }
 		}
 		// Like a hook process, which a client's hang-up does not reach, a
 		// relayed hook finishes its work.
@@ -142,7 +146,7 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 	}
 	go srv.Serve(run)
 	if p.direct != nil {
-		go p.direct.scripts.Serve(run)
+		go p.direct.Scripts.Serve(run)
 	}
 	if p.skips != nil {
 		p.record = func() {
@@ -160,38 +164,40 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 // hooks directory all three run here.
 var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "pre-receive": true, "proc-receive": true, "post-receive": true}
 
-// directHooks is what git needs to run the hooks from the root's hooks
-// directory, or nil where it may not: the repository's hooks are not
-// exactly collab's shims, collab-hook-fast is not beside collab-hook, or
+// OpenDirect is what a git-receive-pack that via processes of this
+// process's child start (0: the child itself) needs to run the hooks from
+// the root at rootDir's hooks directory for the repository at repoDir, or
+// nil where it may not: the repository's hooks are not exactly the shims
+// of binary (collab-hook), collab-hook-fast is not beside binary, or
 // /proc is not there to lead git through the links.
-func (h *Host) directHooks(dir string) *direct {
-	if h.Binary == "" || !hookdir.Usable(h.Root.Dir, dir, repos.HookSet(h.Binary, h.Root.Dir)) {
+func OpenDirect(rootDir, repoDir, binary string, via int, log *slog.Logger) *Direct {
+	if binary == "" || !hookdir.Usable(rootDir, repoDir, repos.HookSet(binary, rootDir)) {
 		return nil
 	}
-	fast := filepath.Join(filepath.Dir(h.Binary), repos.FastBinary)
+	fast := filepath.Join(filepath.Dir(binary), repos.FastBinary)
 	if st, err := os.Stat(fast); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		return nil
 	}
-	d := &direct{}
-	script := relay.Script(h.Root.Dir, fast)
+	d := &Direct{}
+	script := relay.Script(rootDir, fast)
 	var err error
-	if d.script, err = hookenv.OpenScript("collab-hook-script", script); err == nil {
-		if d.gate, err = hookenv.OpenGate(script); err == nil {
-			d.pipes, d.scripts, err = relay.PipesVia(h.Via)
+	if d.Script, err = hookenv.OpenScript("collab-hook-script", script); err == nil {
+		if d.Gate, err = hookenv.OpenGate(script); err == nil {
+			d.Pipes, d.Scripts, err = relay.PipesVia(via)
 		}
 	}
 	if err != nil {
-		h.Log.Warn("hooks", "error", err.Error())
-		d.close()
+		log.Warn("hooks", "error", err.Error())
+		d.Close()
 		return nil
 	}
 	// The links lead through /proc: where it is not mounted (a bare
 	// container) git would find no hooks at all.
-	if st, err := d.script.Stat(); err != nil {
-		d.close()
+	if st, err := d.Script.Stat(); err != nil {
+		d.Close()
 		return nil
-	} else if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(d.script.Fd()))); err != nil || !os.SameFile(st, via) {
-		d.close()
+	} else if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(d.Script.Fd()))); err != nil || !os.SameFile(st, via) {
+		d.Close()
 		return nil
 	}
 	return d
@@ -209,7 +215,7 @@ func (p *Push) Files() []*os.File {
 	if p.direct == nil {
 		return []*os.File{p.child}
 	}
-	return []*os.File{p.child, p.direct.script, p.direct.gate, nil, p.direct.pipes[0], p.direct.pipes[1]}
+	return []*os.File{p.child, p.direct.Script, p.direct.Gate, nil, p.direct.Pipes[0], p.direct.Pipes[1]}
 }
 
 // Env names the socket to the hooks, and hands pre-receive the gate's
@@ -247,7 +253,7 @@ func (p *Push) Close() {
 	p.child.Close()
 	p.srv.Close()
 	if p.direct != nil {
-		p.direct.close()
+		p.direct.Close()
 	}
 	p.prefetch.Close()
 	if p.record != nil {

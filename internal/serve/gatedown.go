@@ -16,7 +16,7 @@ import (
 )
 
 // The gate fails closed. Where serve points git at the root's hooks
-// (directHooks) the gate always runs, whatever the repository's own hooks
+// (hookhost.OpenDirect) the gate always runs, whatever the repository's own hooks
 // are. Elsewhere git runs the repository's pre-receive, and one it cannot
 // run (hookdir.GateDown) it skips: protected branches would take any
 // push. There, serve reads the push's commands itself before git sees

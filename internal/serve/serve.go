@@ -33,6 +33,7 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/hookhost"
 	"github.com/collab-forge/collab/internal/hookrun"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/principals"
@@ -41,7 +42,6 @@ import (
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/reponame"
-	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/shellwords"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -314,7 +314,7 @@ func withInputSize(argv []string, n int64) []string {
 // hand-off (hookenv.Late) and it is sealed. Once git runs,
 // serve runs the hooks that relay themselves to it with its database: a
 // push then starts one process that opens it, not three. Where it can
-// (directHooks), it has git run the hook script from the root's hooks
+// (hookhost.OpenDirect), it has git run the hook script from the root's hooks
 // directory, which hands serve all three hooks (relay.ScriptServer);
 // otherwise the shims run collab-hook-fast, which relays proc-receive
 // and post-receive over the socket (relay.Server). A hook that cannot
@@ -379,13 +379,13 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	// while the pusher waits, runs once git is done, detached.
 	config := []string{"receive.autogc=false"}
 	hooks := "shims"
-	direct := directHooks(r, dir)
+	direct := hookhost.OpenDirect(r.Root.Dir, dir, r.Binary, 0, r.Log.With("PRINCIPAL", r.Principal))
 	if direct != nil {
-		defer direct.close()
+		defer direct.Close()
 		// Only with the script and the gate as its fds may git be
 		// pointed at the directory: without them git would find no hooks
 		// there, and skip them (so runGit's exec of git never names it).
-		files = append(files, direct.script, direct.gate) // hookdir.FD, hookenv.GateFD
+		files = append(files, direct.Script, direct.Gate) // hookdir.FD, hookenv.GateFD
 		// A shut gate is a hook git skips, which it would say to the
 		// pusher.
 		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
@@ -394,7 +394,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	files = append(files, handoff.Git)
 	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(files)))
 	if direct != nil {
-		files = append(files, direct.pipes[0], direct.pipes[1]) // relay.ReqFD, relay.AnsFD
+		files = append(files, direct.Pipes[0], direct.Pipes[1]) // relay.ReqFD, relay.AnsFD
 	}
 	// The pack's bound is an argument of git's, so git starts with the
 	// bound the last push found; a setting changed since starts it again.
@@ -469,7 +469,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		}
 		var gate func() error
 		if req.Hook == "pre-receive" && direct != nil && skips != nil {
-			gate = func() error { return hookenv.Shut(direct.gate) }
+			gate = func() error { return hookenv.Shut(direct.Gate) }
 		}
 		// Like a hook process, which serve's SIGTERM does not reach, a
 		// relayed hook finishes its work. It reads the hand-off git's
@@ -501,7 +501,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	}
 	go srv.Serve(run)
 	if direct != nil {
-		go direct.scripts.Serve(run)
+		go direct.Scripts.Serve(run)
 	}
 	if err := g.listen(input, handoff); err != nil {
 		return fail(fault.Wrap(err, "cannot start git")), true
@@ -627,68 +627,6 @@ func withConfig(argv []string, kv ...string) []string {
 		out = append(out, "-c", c)
 	}
 	return append(out, argv[1:]...)
-}
-
-// direct is what git runs the hooks of the root's hooks directory with
-// (internal/hookdir): the hook script (hookdir.FD), the post-receive
-// gate (hookenv.GateFD) and the script relay's pipes (relay.ReqFD,
-// relay.AnsFD).
-type direct struct {
-	script, gate *os.File
-	pipes        [2]*os.File
-	scripts      *relay.ScriptServer
-}
-
-func (d *direct) close() {
-	for _, f := range []*os.File{d.script, d.gate, d.pipes[0], d.pipes[1]} {
-		if f != nil {
-			f.Close()
-		}
-	}
-	if d.scripts != nil {
-		d.scripts.Close()
-	}
-}
-
-// directHooks is what git needs to run the hooks from the root's hooks
-// directory, or nil where it may not: the repository's hooks are not
-// exactly collab's shims, collab-hook-fast is not beside collab-hook, or
-// /proc is not there to lead git through the links.
-func directHooks(r *Request, dir string) *direct {
-	if r.Binary == "" || !hookdir.Usable(r.Root.Dir, dir, repos.HookSet(r.Binary, r.Root.Dir)) {
-		return nil
-	}
-	fast := filepath.Join(filepath.Dir(r.Binary), repos.FastBinary)
-	if st, err := os.Stat(fast); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		return nil
-	}
-	d := &direct{}
-	keep := false
-	defer func() {
-		if !keep {
-			d.close()
-		}
-	}()
-	script := relay.Script(r.Root.Dir, fast)
-	var err error
-	if d.script, err = hookenv.OpenScript("collab-hook-script", script); err == nil {
-		if d.gate, err = hookenv.OpenGate(script); err == nil {
-			d.pipes, d.scripts, err = relay.Pipes()
-		}
-	}
-	if err != nil {
-		r.Log.Warn("hooks", "PRINCIPAL", r.Principal, "error", err.Error())
-		return nil
-	}
-	// The links lead through /proc: where it is not mounted (a bare
-	// container) git would find no hooks at all.
-	if st, err := d.script.Stat(); err != nil {
-		return nil
-	} else if via, err := os.Stat("/proc/self/fd/" + strconv.Itoa(int(d.script.Fd()))); err != nil || !os.SameFile(st, via) {
-		return nil
-	}
-	keep = true
-	return d
 }
 
 // relayed are the hooks serve runs for receive-pack. collab-hook-fast
