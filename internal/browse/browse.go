@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
@@ -119,15 +121,25 @@ func (r Repo) DefaultBranch(ctx context.Context) (string, error) {
 // are left out and at most n returned; total is how many there are.
 //
 // One listing of names and ids (no commit read) and one git log of the
-// page's tips sorted by date: git for-each-ref --sort=-committerdate
-// reads every tip's commit through its formatting code, which on 10,000
-// branches costs several times the whole overview.
-func (r Repo) Branches(ctx context.Context, skip, n int) (bs []Branch, total int, err error) {
+// tips sorted by date: git for-each-ref --sort=-committerdate reads every
+// tip's commit through its formatting code, which on 10,000 branches costs
+// several times the whole overview. Where orders is given and the
+// repository has more than orderMin branches, the order is remembered
+// while git.RefsStamp says the branches are unchanged, and a page then
+// reads only its own commits.
+func (r Repo) Branches(ctx context.Context, skip, n int, orders *Orders) (bs []Branch, total int, err error) {
+	stamp, stampOK := "", false
+	if orders != nil {
+		stamp, stampOK = git.RefsStamp(r.git.Dir, orders.now())
+		if o, ok := orders.get(r.git.Dir, stamp); ok && stampOK {
+			return r.branchPage(ctx, o, skip, n)
+		}
+	}
 	out, _, err := r.git.Output(ctx, maxListing, nil, "for-each-ref", "--format=%(HEAD)%(objectname) %(refname:strip=2)", "refs/heads/")
 	if err != nil {
 		return nil, 0, err
 	}
-	def, defOID := "", ""
+	var o order
 	names := map[string][]string{} // by tip, in name order
 	var tips []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -139,9 +151,9 @@ func (r Repo) Branches(ctx context.Context, skip, n int) (bs []Branch, total int
 		if !ok || !git.IsOID(oid) || name == "" {
 			continue
 		}
-		total++
+		o.total++
 		if head {
-			def, defOID = name, oid
+			o.def, o.defOID = name, oid
 			continue
 		}
 		if names[oid] == nil {
@@ -149,14 +161,29 @@ func (r Repo) Branches(ctx context.Context, skip, n int) (bs []Branch, total int
 		}
 		names[oid] = append(names[oid], name)
 	}
-	if def != "" {
+	if orders != nil && stampOK && o.total > orderMin {
+		// The whole order, once: later pages and views read no listing.
+		sorted, _, err := r.git.Output(ctx, int64(len(tips))*41+4096, strings.NewReader(strings.Join(tips, "\n")+"\n"),
+			"log", "--format=%H", "--no-walk=sorted", "--stdin")
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, oid := range strings.Fields(string(sorted)) {
+			for _, name := range names[oid] {
+				o.names, o.oids = append(o.names, name), append(o.oids, oid)
+			}
+		}
+		orders.put(r.git.Dir, stamp, o)
+		return r.branchPage(ctx, o, skip, n)
+	}
+	if o.def != "" {
 		if skip == 0 {
-			c, err := r.commits(ctx, 0, defOID)
+			c, err := r.commits(ctx, 0, o.defOID)
 			if err != nil {
 				return nil, 0, err
 			}
 			if len(c) == 1 {
-				bs = append(bs, Branch{Name: def, Commit: c[0], Default: true})
+				bs = append(bs, Branch{Name: o.def, Commit: c[0], Default: true})
 				n--
 			}
 		} else {
@@ -164,7 +191,7 @@ func (r Repo) Branches(ctx context.Context, skip, n int) (bs []Branch, total int
 		}
 	}
 	if n <= 0 || len(tips) == 0 {
-		return bs, total, nil
+		return bs, o.total, nil
 	}
 	// The page's branches lie among the first skip+n tips by date.
 	cs, err := r.commits(ctx, skip+n, tips...)
@@ -180,7 +207,112 @@ func (r Repo) Branches(ctx context.Context, skip, n int) (bs []Branch, total int
 			i++
 		}
 	}
-	return bs, total, nil
+	return bs, o.total, nil
+}
+
+// branchPage is a page of Branches from a remembered order: only the
+// page's commits are read.
+func (r Repo) branchPage(ctx context.Context, o order, skip, n int) ([]Branch, int, error) {
+	type entry struct {
+		name, oid string
+		def       bool
+	}
+	var page []entry
+	if o.def != "" {
+		if skip == 0 {
+			page = append(page, entry{o.def, o.defOID, true})
+			n--
+		} else {
+			skip--
+		}
+	}
+	for i := skip; i < len(o.names) && i < skip+n; i++ {
+		page = append(page, entry{o.names[i], o.oids[i], false})
+	}
+	if len(page) == 0 {
+		return nil, o.total, nil
+	}
+	var oids []string
+	seen := map[string]bool{}
+	for _, e := range page {
+		if !seen[e.oid] {
+			seen[e.oid] = true
+			oids = append(oids, e.oid)
+		}
+	}
+	cs, err := r.commits(ctx, 0, oids...)
+	if err != nil {
+		return nil, 0, err
+	}
+	byOID := map[string]Commit{}
+	for _, c := range cs {
+		byOID[c.OID] = c
+	}
+	var bs []Branch
+	for _, e := range page {
+		if c, ok := byOID[e.oid]; ok {
+			bs = append(bs, Branch{Name: e.name, Commit: c, Default: e.def})
+		}
+	}
+	return bs, o.total, nil
+}
+
+// orderMin is how many branches a repository needs for Branches to
+// remember their order: fewer cost less to sort than to remember.
+const orderMin = MaxRefs
+
+// maxOrders bounds the repositories whose order is remembered.
+const maxOrders = 64
+
+// order is a repository's branches in Branches' order: the default, then
+// the others by date.
+type order struct {
+	total       int
+	def, defOID string
+	names, oids []string
+}
+
+// Orders remembers the order of the branches of the repositories with
+// many (Branches), each under its git.RefsStamp; safe for concurrent use.
+type Orders struct {
+	mu sync.Mutex
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	m   map[string]stamped
+}
+
+type stamped struct {
+	stamp string
+	o     order
+}
+
+func (c *Orders) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+func (c *Orders) get(dir, stamp string) (order, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[dir]
+	return e.o, ok && e.stamp == stamp
+}
+
+func (c *Orders) put(dir, stamp string, o order) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]stamped{}
+	}
+	if _, ok := c.m[dir]; !ok && len(c.m) >= maxOrders {
+		for k := range c.m { // any one: the map stays bounded
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[dir] = stamped{stamp, o}
 }
 
 // commits reads the commits oids (full ids) as logFormat shows them: the

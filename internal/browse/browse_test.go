@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
@@ -155,14 +157,14 @@ func TestReads(t *testing.T) {
 	if err != nil || more || len(cs) != 1 || cs[0].Body != "The body." {
 		t.Fatalf("range: %+v %v %v", cs, more, err)
 	}
-	bs, total, err := r.Branches(ctx, 0, 10)
+	bs, total, err := r.Branches(ctx, 0, 10, nil)
 	if err != nil || total != 3 || len(bs) != 3 || bs[0].Name != "main" || !bs[0].Default {
 		t.Fatalf("branches: %+v %v %v", bs, total, err)
 	}
 	// Page by page, each branch once, the default first.
 	var paged []string
 	for skip := 0; skip < 4; skip++ {
-		bs, total, err := r.Branches(ctx, skip, 1)
+		bs, total, err := r.Branches(ctx, skip, 1, nil)
 		if err != nil || total != 3 || len(bs) != min(1, 3-skip) {
 			t.Fatalf("branches page %d: %+v %v %v", skip, bs, total, err)
 		}
@@ -173,4 +175,73 @@ func TestReads(t *testing.T) {
 	if strings.Join(paged, " ") != "main topic feature/x" && strings.Join(paged, " ") != "main feature/x topic" {
 		t.Fatalf("pages: %q", paged)
 	}
+}
+
+// With many branches the order is remembered while the branches stay as
+// they are, and pages read the same as without it; a new branch, a moved
+// one or a deleted one is seen at once.
+func TestBranchOrders(t *testing.T) {
+	r, c := fixture(t)
+	ctx := context.Background()
+	dir := r.git.Dir
+	upd := func(in string) {
+		cmd := exec.Command("git", "--git-dir="+dir, "update-ref", "--stdin")
+		cmd.Stdin = strings.NewReader(in)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("update-ref: %v\n%s", err, out)
+		}
+	}
+	var in strings.Builder
+	for i := 0; i < 150; i++ {
+		fmt.Fprintf(&in, "create refs/heads/many/b%03d %s\n", i, c["first"])
+	}
+	upd(in.String())
+	later := time.Now()
+	orders := &Orders{Now: func() time.Time { return later }}
+	names := func(bs []Branch) string {
+		var ns []string
+		for _, b := range bs {
+			ns = append(ns, b.Name+"@"+b.Commit.OID[:6])
+		}
+		return strings.Join(ns, " ")
+	}
+	check := func(what string) {
+		t.Helper()
+		later = later.Add(time.Hour) // past the settling second
+		for _, page := range [][2]int{{0, 100}, {100, 100}, {1, 7}} {
+			want, wn, err := r.Branches(ctx, page[0], page[1], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for round := 0; round < 2; round++ { // remembered, then from memory
+				got, n, err := r.Branches(ctx, page[0], page[1], orders)
+				if err != nil || n != wn || names(got) != names(want) {
+					t.Fatalf("%s, page %v, round %d: %d %q, want %d %q (%v)", what, page, round, n, names(got), wn, names(want), err)
+				}
+			}
+		}
+		if _, ok := orders.get(dir, mustStamp(t, dir, later)); !ok {
+			t.Fatalf("%s: not remembered", what)
+		}
+	}
+	check("153 branches")
+	upd("create refs/heads/many/new " + c["second"] + "\n")
+	check("a new one")
+	upd("update refs/heads/many/b007 " + c["second"] + "\n")
+	check("a moved one")
+	upd("delete refs/heads/many/b010\n")
+	check("a deleted one")
+	exec.Command("git", "--git-dir="+dir, "pack-refs", "--all").Run()
+	check("packed")
+	if _, ok := git.RefsStamp(dir, time.Now()); ok {
+		t.Fatal("a stamp of a change made just now")
+	}
+}
+
+func mustStamp(t *testing.T, dir string, now time.Time) string {
+	s, ok := git.RefsStamp(dir, now)
+	if !ok {
+		t.Fatal("no stamp")
+	}
+	return s
 }

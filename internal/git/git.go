@@ -849,3 +849,62 @@ func HTTPBackend(ctx context.Context, path string, env []string) *exec.Cmd {
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
+
+// refsSettle is how old the newest change a RefsStamp covers must be: a
+// directory's time is kept at the kernel's coarse clock, so two changes in
+// one tick show as one.
+const refsSettle = time.Second
+
+// RefsStamp is a fingerprint of the branches of the repository at gitDir,
+// read from the file system without starting git: HEAD, packed-refs and
+// the times of the directories under refs/heads/ (creating, moving or
+// deleting a loose ref renames or removes a file in its directory). Two
+// equal stamps mean the same branches at the same commits; ok is false
+// where it cannot tell (reftable, or a change within the last second).
+func RefsStamp(gitDir string, now time.Time) (stamp string, ok bool) {
+	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); !errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	var b strings.Builder
+	newest := time.Time{}
+	note := func(name string, fi fs.FileInfo) {
+		if fi.ModTime().After(newest) {
+			newest = fi.ModTime()
+		}
+		fmt.Fprintf(&b, "%s %d %d;", name, fi.ModTime().UnixNano(), fi.Size())
+	}
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	b.Write(head)
+	for _, f := range []string{"HEAD", "packed-refs"} {
+		fi, err := os.Stat(filepath.Join(gitDir, f))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			b.WriteString(f + " none;")
+		case err != nil:
+			return "", false
+		default:
+			note(f, fi)
+		}
+	}
+	err = filepath.WalkDir(filepath.Join(gitDir, "refs", "heads"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		note(path, fi)
+		return nil
+	})
+	if err != nil || now.Sub(newest) < refsSettle {
+		return "", false
+	}
+	return b.String(), true
+}

@@ -232,7 +232,7 @@ func (s *Server) pageBranches(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key, g := home.Repo, browse.Open(home.Dir)
-	bs, total, err := g.Branches(ctx, (n-1)*browse.MaxRefs, browse.MaxRefs)
+	bs, total, err := g.Branches(ctx, (n-1)*browse.MaxRefs, browse.MaxRefs, s.orders)
 	if err != nil {
 		return fmt.Errorf("branches of %s: %w", key, err)
 	}
@@ -284,7 +284,7 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	bs, total, err := g.Branches(ctx, 0, browse.MaxRefs)
+	bs, total, err := g.Branches(ctx, 0, browse.MaxRefs, s.orders)
 	if err != nil {
 		return fmt.Errorf("branches of %s: %w", key, err)
 	}

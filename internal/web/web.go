@@ -23,6 +23,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/cache"
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
@@ -108,6 +109,8 @@ type Server struct {
 	secure bool
 	// slots are the expensive pages' places (costly).
 	slots *slots
+	// orders remembers the branch order of repositories with many.
+	orders *browse.Orders
 	// gitSlots holds a token per git request running (serveGit).
 	gitSlots chan struct{}
 	// backend is git's http-backend program ("": git's wrapper finds it).
@@ -168,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
-		slots: newSlots(cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
+		slots: newSlots(cfg.Expensive), orders: &browse.Orders{Now: cfg.Now}, gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
 	hookLog := cfg.HookLog
 	if hookLog == nil {
 		hookLog = cfg.Log
