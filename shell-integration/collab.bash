@@ -29,6 +29,7 @@ _collab_words() {
 	"issue comment") echo "--body --lease-token --json" ;;
 	"issue close" | "issue reopen") echo "--lease-token --json" ;;
 	"issue label") echo "--add --remove --json" ;;
+	"issue claim" | "issue unclaim") echo "--json" ;;
 	"lease acquire") echo "--next --label --ttl --request --force --json" ;;
 	"lease renew") echo "--ttl --json" ;;
 	"lease release") echo "--force --json" ;;
@@ -64,7 +65,7 @@ _collab_complete_from() {
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
 		local subs=""
 		case "$verb" in
-		issue) subs="new list show comment close reopen label" ;;
+		issue) subs="new list show comment close reopen claim unclaim label" ;;
 		lease) subs="acquire renew release list" ;;
 		patch) subs="list show diff review close reopen merge submit check" ;;
 		branch) subs="protect unprotect list" ;;

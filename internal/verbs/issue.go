@@ -73,9 +73,37 @@ func issueCommand(env *Env) *cli.Command {
 				Flags:     []cli.Flag{leaseTokenFlag(), JSONFlag},
 				Action:    func(c *cli.Context) error { return env.issueSetState(c, issues.Open) },
 			},
+			{
+				Name:      "claim",
+				Usage:     "assign the issue to yourself: lease acquire with no TTL, under the original design's name",
+				ArgsUsage: "REPO ID",
+				Flags:     []cli.Flag{JSONFlag},
+				Action:    env.issueClaim,
+			},
+			{
+				Name:      "unclaim",
+				Usage:     "give the issue back: lease release; prints released or not held",
+				ArgsUsage: "REPO ID",
+				Flags:     []cli.Flag{JSONFlag},
+				Action:    env.leaseRelease,
+			},
 			issueLabelCommand(env),
 		},
 	}
+}
+
+// issueClaim is a human's assignment: an open-ended lease, held until
+// released (issue unclaim) or taken over by an admin.
+func (env *Env) issueClaim(c *cli.Context) error {
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
+	l, err := env.Ops().AcquireLease(c.Context, env.actor(), ops.Acquire{Issue: r})
+	if err != nil {
+		return err
+	}
+	return env.Print(c, l, func(w io.Writer) { fmt.Fprintf(w, "issue %s: %s\n", l.IssueID, leaseText(l)) })
 }
 
 func leaseTokenFlag() cli.Flag {
