@@ -80,41 +80,17 @@ func CommitParents(body []byte) []string {
 	}
 }
 
-// looseHeader reads the type and size of the loose object in file,
-// inflating only its header.
-func looseHeader(file string) (typ string, size int64, err error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	z, err := zlib.NewReader(f)
-	if err != nil {
-		return "", 0, err
-	}
-	defer z.Close()
-	var buf [32]byte
-	n, err := io.ReadFull(z, buf[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return "", 0, err
-	}
-	head, _, ok := bytes.Cut(buf[:n], []byte{0})
-	t, s, ok2 := bytes.Cut(head, []byte{' '})
-	if !ok || !ok2 {
-		return "", 0, fmt.Errorf("%s: malformed object header", file)
-	}
-	size, err = strconv.ParseInt(string(s), 10, 64)
-	return string(t), size, err
-}
-
 // NewCommitsOver returns the commits a push brought (the objects of its
 // quarantine, GIT_QUARANTINE_PATH in r's environment: only objects the
 // repository lacked) whose object holds more than n bytes, so that a limit
-// on their messages reads no commit that cannot be over it. Loose objects
-// (a push of fewer than transfer.unpackLimit objects) are read here, their
-// headers only; a pack takes one git cat-file over the quarantine alone.
-// Outside a quarantine it finds nothing.
-func (r Repo) NewCommitsOver(ctx context.Context, n int64) ([]string, error) {
+// on their messages reads no commit that cannot be over it. A push of
+// fewer than transfer.unpackLimit objects is loose: its commits are found
+// from tips (the pushed ref values) through their parents, reading only
+// the head of each commit (or tag) object, without git, until an object
+// the quarantine does not hold (the repository's); a pack takes one git
+// cat-file over the quarantine alone. Outside a quarantine it finds
+// nothing.
+func (r Repo) NewCommitsOver(ctx context.Context, n int64, tips []string) ([]string, error) {
 	q := ""
 	if r.Mode == Hook {
 		q = lastValue(r.Env(), "GIT_QUARANTINE_PATH")
@@ -128,34 +104,75 @@ func (r Repo) NewCommitsOver(ctx context.Context, n int64) ([]string, error) {
 	if packs, _ := filepath.Glob(filepath.Join(q, "pack", "*.idx")); len(packs) > 0 {
 		return r.packedCommitsOver(ctx, q, n)
 	}
-	dirs, err := os.ReadDir(q)
-	if err != nil {
-		return nil, fmt.Errorf("read quarantine: %w", err)
-	}
 	var out []string
-	for _, d := range dirs {
-		if len(d.Name()) != 2 || !d.IsDir() {
+	seen := map[string]bool{}
+	todo := append([]string(nil), tips...)
+	for len(todo) > 0 {
+		oid := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[oid] || !IsOID(oid) {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(q, d.Name()))
+		seen[oid] = true
+		typ, size, links, err := looseHead(filepath.Join(q, oid[:2], oid[2:]))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the repository's: so are its ancestors
+		}
 		if err != nil {
-			return nil, fmt.Errorf("read quarantine: %w", err)
+			return nil, fmt.Errorf("quarantined object %s: %w", oid, err)
 		}
-		for _, f := range files {
-			oid := d.Name() + f.Name()
-			if !IsOID(oid) {
-				continue
-			}
-			typ, size, err := looseHeader(filepath.Join(q, d.Name(), f.Name()))
-			if err != nil {
-				return nil, fmt.Errorf("quarantined object %s: %w", oid, err)
-			}
-			if typ == "commit" && size > n {
-				out = append(out, oid)
-			}
+		if typ == "commit" && size > n {
+			out = append(out, oid)
 		}
+		todo = append(todo, links...)
 	}
 	return out, nil
+}
+
+// looseHead reads the type and size of the loose object in file and, for
+// a commit its parents, for a tag the object it tags, inflating only the
+// object's head.
+func looseHead(file string) (typ string, size int64, links []string, err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(f)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	defer z.Close()
+	br := bufio.NewReaderSize(z, 512)
+	head, err := br.ReadString(0)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("malformed object header: %w", err)
+	}
+	t, sz, ok := strings.Cut(strings.TrimSuffix(head, "\x00"), " ")
+	if !ok {
+		return "", 0, nil, errors.New("malformed object header")
+	}
+	if size, err = strconv.ParseInt(sz, 10, 64); err != nil {
+		return "", 0, nil, errors.New("malformed object header")
+	}
+	want := map[string]string{"commit": "parent ", "tag": "object "}[t]
+	if want == "" {
+		return t, size, nil, nil
+	}
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil && err != io.EOF {
+			return t, size, links, nil // a long header: no more links come
+		}
+		if l, ok := bytes.CutPrefix(line, []byte(want)); ok {
+			links = append(links, strings.TrimSpace(string(l)))
+		} else if !bytes.HasPrefix(line, []byte("tree ")) {
+			return t, size, links, nil // git writes them right after tree
+		}
+		if err == io.EOF {
+			return t, size, links, nil
+		}
+	}
 }
 
 // packedCommitsOver is NewCommitsOver where the quarantine q holds a pack:

@@ -48,6 +48,9 @@ func TestPushBounds(t *testing.T) {
 		for _, m := range msgs {
 			tip = run(env, m, "commit-tree", tree, "-p", tip)
 		}
+		if strings.Contains(t.Name(), "annotated") {
+			tip = run(env, "object "+tip+"\ntype commit\ntag v9\ntagger A <a@x> 1700000000 +0000\n\nA tag.\n", "mktag")
+		}
 		if pack {
 			run(env, tip+"\n^"+base+"\n", "pack-objects", "--revs", "-q", filepath.Join(q, "pack", "pack"))
 			run(env, "", "prune-packed")
@@ -68,6 +71,8 @@ func TestPushBounds(t *testing.T) {
 		{"long, loose", false, []string{"one\n", long, "three\n"}, []string{"refs/heads/main"}, "message of 2007 bytes is too long (at most 1000, setting push_max_message_bytes)"},
 		{"long, packed", true, []string{long, "two\n"}, []string{"refs/heads/main"}, "message of 2007 bytes is too long"},
 		{"long, on a tag", false, []string{long}, []string{"refs/tags/v2"}, "message of 2007 bytes is too long"},
+		{"long, annotated tag", false, []string{long, "two\n"}, []string{"refs/tags/v3"}, "message of 2007 bytes is too long"},
+		{"short, annotated tag", false, []string{"one\n"}, []string{"refs/tags/v4"}, ""},
 		{"short, packed", true, []string{"one\n", "two\n"}, []string{"refs/heads/b1"}, ""},
 		{"two new refs fit", false, []string{"one\n"}, []string{"refs/heads/b1", "refs/tags/t1"}, ""},
 		{"three do not", false, []string{"one\n"}, []string{"refs/heads/b1", "refs/heads/b2", "refs/tags/t1"}, "push refused: r would hold 5 branches and tags, at most 4 (setting push_max_repo_refs)"},
@@ -116,7 +121,7 @@ func BenchmarkBounds(b *testing.B) {
 		name    string
 		commits int
 		pack    bool
-	}{{"loose, 30 commits", 30, false}, {"pack, 5000 commits", 5000, true}} {
+	}{{"loose, 1 commit", 1, false}, {"loose, 30 commits", 30, false}, {"pack, 5000 commits", 5000, true}} {
 		q := filepath.Join(bare, "objects", fmt.Sprintf("incoming-%d", c.commits))
 		qenv := []string{"GIT_OBJECT_DIRECTORY=" + q, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(bare, "objects")}
 		os.MkdirAll(q, 0o755)
@@ -141,14 +146,18 @@ func BenchmarkBounds(b *testing.B) {
 				f.Close()
 			}
 			os.RemoveAll(filepath.Join(q, "pack"))
-			if dirs, _ := os.ReadDir(q); len(dirs) < 10 {
+			if dirs, _ := os.ReadDir(q); len(dirs) == 0 {
 				b.Fatalf("the quarantine holds %d loose directories", len(dirs))
 			}
 		}
 		g := git.InHookEnv(bare, append(append([]string{}, env...), append(qenv, "GIT_QUARANTINE_PATH="+q)...))
+		tip, _, err := git.InHookEnv(bare, append(append([]string{}, env...), qenv...)).ResolveRef(context.Background(), fmt.Sprintf("refs/heads/b%d", c.commits))
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if big, err := g.NewCommitsOver(context.Background(), 64<<10); err != nil || len(big) != 0 {
+				if big, err := g.NewCommitsOver(context.Background(), 64<<10, []string{tip}); err != nil || len(big) != 0 {
 					b.Fatal(big, err)
 				}
 			}

@@ -257,10 +257,16 @@ func checkRepoRefs(ctx context.Context, p Push) error {
 // loose objects without git, a pack by one listing), so an ordinary push
 // of many commits reads none.
 func checkMessages(ctx context.Context, p Push) error {
-	if p.Limits.MessageBytes == math.MaxInt64 || !brings(p.Updates) {
+	if p.Limits.MessageBytes == math.MaxInt64 {
 		return nil
 	}
-	big, err := p.Git.NewCommitsOver(ctx, p.Limits.MessageBytes)
+	var tips []string
+	for _, u := range p.Updates {
+		if u.New != git.ZeroOID {
+			tips = append(tips, u.New)
+		}
+	}
+	big, err := p.Git.NewCommitsOver(ctx, p.Limits.MessageBytes, tips)
 	if err != nil {
 		return fmt.Errorf("read the pushed commits: %w", err)
 	}
@@ -275,16 +281,6 @@ func checkMessages(ctx context.Context, p Push) error {
 		}
 	}
 	return nil
-}
-
-// brings reports whether any update sets a ref to an object.
-func brings(us []Update) bool {
-	for _, u := range us {
-		if u.New != git.ZeroOID {
-			return true
-		}
-	}
-	return false
 }
 
 // Log writes pre-receive's journal entries for a push decided in err, one
