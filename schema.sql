@@ -452,3 +452,9 @@ CREATE INDEX tenures_open ON tenures(expires_at) WHERE ended_at IS NULL;
 CREATE INDEX tenures_by_request ON tenures(holder, request) WHERE request IS NOT NULL;
 
 ALTER TABLE patches ADD COLUMN merged_content TEXT CHECK (merged_content IN ('same', 'differs'));
+
+-- migrate 11
+-- Tokens with a lifetime (token new --ttl, settings token_ttl_default and
+-- token_ttl_max): NULL never expires. An expired token is answered like a
+-- revoked one; a web session made from it ends when it does.
+ALTER TABLE tokens ADD COLUMN expires_at TEXT;

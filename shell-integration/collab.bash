@@ -44,7 +44,7 @@ _collab_words() {
 	"patch check") echo "--state --revision --url --summary --json" ;;
 	"branch protect") echo "--approvals --check --strategy --direct-push --json" ;;
 	"branch unprotect" | "branch list") echo "--json" ;;
-	"token new") echo "--name --json" ;;
+	"token new") echo "--name --ttl --json" ;;
 	"token list" | "token revoke") echo "--json" ;;
 	"webhook add") echo "--event --json" ;;
 	"webhook list" | "webhook remove") echo "--json" ;;

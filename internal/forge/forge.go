@@ -25,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/tokens"
 	"github.com/collab-forge/collab/internal/webhook/addrs"
 )
 
@@ -55,7 +56,8 @@ const (
 
 // Settings lists the known setting keys: these and the push limits
 // (pushlimit.Settings).
-var Settings = append([]string{SettingURL, SettingSSH, SettingGitURL, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys, SettingWebhookAllow},
+var Settings = append([]string{SettingURL, SettingSSH, SettingGitURL, SettingBusyTimeout, SettingRateBurst, SettingRateRefill, SettingAuthorizedKeys, SettingWebhookAllow,
+	tokens.SettingTTLDefault, tokens.SettingTTLMax},
 	pushlimit.Settings()...)
 
 // Defaults are what a setting means while it is unset (config get prints
@@ -201,6 +203,10 @@ func CheckSetting(key, value string) error {
 	case SettingWebhookAllow:
 		_, err := addrs.ParseAllow(value)
 		return err
+	case tokens.SettingTTLDefault, tokens.SettingTTLMax:
+		if _, err := tokens.ParseTTL(key, value); err != nil {
+			return err
+		}
 	case SettingRateRefill:
 		n, err := strconv.ParseFloat(value, 64)
 		if err != nil || !(n > 0) || n > 1e9 {

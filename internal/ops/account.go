@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"time"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/events"
@@ -24,14 +25,23 @@ func anonymousRefused(who Actor) error {
 
 // NewToken makes a bearer token for the actor; an empty name gets a
 // generated one. The secret is in the result only.
-func (s *Service) NewToken(ctx context.Context, who Actor, name string) (tokens.Token, error) {
+// ttl is the lifetime asked for (0: the forge's default, if any), within
+// the forge's maximum (tokens.TTL).
+func (s *Service) NewToken(ctx context.Context, who Actor, name string, ttl time.Duration) (tokens.Token, error) {
 	if err := anonymousRefused(who); err != nil {
 		return tokens.Token{}, err
 	}
 	var t tokens.Token
 	err := s.write(ctx, who, func(tx store.Tx) error {
-		var err error
-		t, err = tokens.New(ctx, tx, who.Principal, name, s.now())
+		settings, err := store.ReadSettings(ctx, tx)
+		if err != nil {
+			return err
+		}
+		life, err := tokens.TTL(ttl, settings)
+		if err != nil {
+			return err
+		}
+		t, err = tokens.New(ctx, tx, who.Principal, name, s.now(), life)
 		return err
 	})
 	return t, err

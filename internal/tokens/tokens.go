@@ -42,6 +42,58 @@ type Token struct {
 	Principal  string      `json:"principal"`
 	CreatedAt  store.Time  `json:"created_at"`
 	LastUsedAt *store.Time `json:"last_used_at"`
+	// ExpiresAt is when the token stops working; nil: never.
+	ExpiresAt *store.Time `json:"expires_at"`
+}
+
+// The settings that bound a token's lifetime: the TTL of a token made
+// without --ttl, and the longest any may have. Unset: none.
+const (
+	SettingTTLDefault = "token_ttl_default"
+	SettingTTLMax     = "token_ttl_max"
+)
+
+// MaxTTL is the longest TTL there is, as for leases (CONTRACT.md).
+const MaxTTL = 720 * time.Hour
+
+// ParseTTL reads a token TTL: a Go duration from 1s to 720h.
+func ParseTTL(what, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > MaxTTL {
+		return 0, fault.New(fault.Usage, "bad %s %q: want a duration from 1s to 720h, e.g. 24h", what, text.Clip(s))
+	}
+	return d, nil
+}
+
+// TTL is the lifetime of a token asked for with requested (0: none asked)
+// under the settings: the default where none was asked, the maximum where
+// neither gives one; a request over the maximum is refused. 0: it never
+// expires.
+func TTL(requested time.Duration, settings map[string]string) (time.Duration, error) {
+	var def, max time.Duration
+	var err error
+	if v := settings[SettingTTLDefault]; v != "" {
+		if def, err = ParseTTL(SettingTTLDefault, v); err != nil {
+			return 0, err
+		}
+	}
+	if v := settings[SettingTTLMax]; v != "" {
+		if max, err = ParseTTL(SettingTTLMax, v); err != nil {
+			return 0, err
+		}
+	}
+	ttl := requested
+	if ttl == 0 {
+		ttl = def
+	}
+	switch {
+	case max == 0:
+	case requested > max:
+		return 0, fault.NewField(fault.Usage, "ttl", "%s %s is over this forge's maximum of %s (%s)", fault.Field("ttl"), requested, max, SettingTTLMax)
+	case ttl == 0 || ttl > max:
+		ttl = max
+	}
+	return ttl, nil
 }
 
 // Hash is the stored form of a secret.
@@ -69,7 +121,8 @@ func CheckName(name string) error {
 // New makes a token for principal inside the caller's write transaction.
 // An empty name gets a generated one. The returned Token carries the
 // secret, which is never stored.
-func New(ctx context.Context, tx store.Querier, principal, name string, now time.Time) (Token, error) {
+// A ttl above 0 makes it expire that long after now.
+func New(ctx context.Context, tx store.Querier, principal, name string, now time.Time, ttl time.Duration) (Token, error) {
 	if name == "" {
 		name = "token-" + ids.New()[:8]
 	}
@@ -77,6 +130,12 @@ func New(ctx context.Context, tx store.Querier, principal, name string, now time
 		return Token{}, err
 	}
 	t := Token{Token: Prefix + randomSecret(32), Name: name, Principal: principal, CreatedAt: store.At(now)}
+	var expires sql.NullString
+	if ttl > 0 {
+		at := store.At(now.Add(ttl))
+		t.ExpiresAt = &at
+		expires = sql.NullString{String: store.FormatTime(now.Add(ttl)), Valid: true}
+	}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tokens WHERE principal = ? AND name = ?", principal, name).Scan(&n); err != nil {
 		return Token{}, fmt.Errorf("check token name: %w", err)
@@ -84,8 +143,8 @@ func New(ctx context.Context, tx store.Querier, principal, name string, now time
 	if n > 0 {
 		return Token{}, fault.NewField(fault.Conflict, "name", "a token named %s already exists; revoke it first or pick another %s", name, fault.Field("name"))
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO tokens(principal, name, hash, created_at) VALUES (?, ?, ?, ?)",
-		principal, name, Hash(t.Token), t.CreatedAt); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO tokens(principal, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+		principal, name, Hash(t.Token), t.CreatedAt, expires); err != nil {
 		return Token{}, fmt.Errorf("store token: %w", err)
 	}
 	return t, nil
@@ -94,7 +153,7 @@ func New(ctx context.Context, tx store.Querier, principal, name string, now time
 // List returns principal's tokens by name, without secrets.
 func List(ctx context.Context, q store.Querier, principal string) ([]Token, error) {
 	rows, err := q.QueryContext(ctx,
-		"SELECT name, principal, created_at, last_used_at FROM tokens WHERE principal = ? ORDER BY name", principal)
+		"SELECT name, principal, created_at, last_used_at, expires_at FROM tokens WHERE principal = ? ORDER BY name", principal)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -102,10 +161,13 @@ func List(ctx context.Context, q store.Querier, principal string) ([]Token, erro
 	out := []Token{}
 	for rows.Next() {
 		var t Token
-		var used sql.NullString
-		err := rows.Scan(&t.Name, &t.Principal, &t.CreatedAt, &used)
+		var used, expires sql.NullString
+		err := rows.Scan(&t.Name, &t.Principal, &t.CreatedAt, &used, &expires)
 		if err == nil {
 			t.LastUsedAt, err = store.NullTime(used)
+		}
+		if err == nil {
+			t.ExpiresAt, err = store.NullTime(expires)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list tokens: %w", err)
@@ -147,7 +209,7 @@ func Revoke(ctx context.Context, tx store.Querier, principal, name string) error
 // writers, nor fail because the database is busy, the disk full or the
 // root read-only. A skipped refresh is tried again at the next use.
 func Authenticate(ctx context.Context, db *store.DB, secret string, now time.Time) (string, error) {
-	id, principal, used, err := lookup(ctx, db.R(), secret)
+	id, principal, used, _, err := lookup(ctx, db.R(), secret, now)
 	if err != nil {
 		return "", err
 	}
@@ -166,28 +228,39 @@ func Authenticate(ctx context.Context, db *store.DB, secret string, now time.Tim
 	return principal, nil
 }
 
-func lookup(ctx context.Context, q store.Querier, secret string) (int64, string, sql.NullString, error) {
-	var id int64
-	var principal, hash string
-	var used sql.NullString
+// lookup finds the live token of secret: an unknown one, one that
+// expired, or one of a disabled or deleted principal is the same "bad
+// token". expires is when it stops working (zero: never).
+func lookup(ctx context.Context, q store.Querier, secret string, now time.Time) (id int64, principal string, used sql.NullString, expires time.Time, err error) {
+	var hash string
+	var exp sql.NullString
+	bad := fault.New(fault.Unauthenticated, "bad token")
 	if !strings.HasPrefix(secret, Prefix) || len(secret) > 200 {
-		return 0, "", used, fault.New(fault.Unauthenticated, "bad token")
+		return 0, "", used, expires, bad
 	}
 	want := Hash(secret)
-	err := q.QueryRowContext(ctx, `SELECT t.id, t.principal, t.hash, t.last_used_at FROM tokens t
+	err = q.QueryRowContext(ctx, `SELECT t.id, t.principal, t.hash, t.last_used_at, t.expires_at FROM tokens t
 		JOIN principals p ON p.name = t.principal AND p.disabled = 0
-		WHERE t.hash = ?`, want).Scan(&id, &principal, &hash, &used)
+		WHERE t.hash = ?`, want).Scan(&id, &principal, &hash, &used, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", used, fault.New(fault.Unauthenticated, "bad token")
+		return 0, "", used, expires, bad
 	}
 	if err != nil {
-		return 0, "", used, fmt.Errorf("look up token: %w", err)
+		return 0, "", used, expires, fmt.Errorf("look up token: %w", err)
 	}
 	// The index lookup is by hash; compare in constant time anyway.
 	if subtle.ConstantTimeCompare([]byte(hash), []byte(want)) != 1 {
-		return 0, "", used, fault.New(fault.Unauthenticated, "bad token")
+		return 0, "", used, expires, bad
 	}
-	return id, principal, used, nil
+	if exp.Valid {
+		if expires, err = store.ParseTime(exp.String); err != nil {
+			return 0, "", used, expires, fmt.Errorf("look up token: %w", err)
+		}
+		if !now.Before(expires) {
+			return 0, "", used, expires, bad
+		}
+	}
+	return id, principal, used, expires, nil
 }
 
 // Session is a signed-in browser.
@@ -203,9 +276,14 @@ const SessionTTL = 7 * 24 * time.Hour
 // Login checks a bearer secret and opens a session for its principal. It
 // returns the cookie value (only its hash is stored) and the session.
 func Login(ctx context.Context, db *store.DB, secret string, now time.Time) (string, Session, error) {
-	id, principal, _, err := lookup(ctx, db.R(), strings.TrimSpace(secret))
+	id, principal, _, expires, err := lookup(ctx, db.R(), strings.TrimSpace(secret), now)
 	if err != nil {
 		return "", Session{}, err
+	}
+	// A session ends with its token.
+	end := now.Add(SessionTTL)
+	if !expires.IsZero() && expires.Before(end) {
+		end = expires
 	}
 	cookie := randomSecret(32)
 	s := Session{Principal: principal, CSRF: randomSecret(24)}
@@ -227,7 +305,7 @@ func Login(ctx context.Context, db *store.DB, secret string, now time.Time) (str
 		}
 		_, err = tx.ExecContext(ctx,
 			"INSERT INTO sessions(hash, principal, csrf, token_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-			Hash(cookie), principal, s.CSRF, id, store.FormatTime(now), store.FormatTime(now.Add(SessionTTL)))
+			Hash(cookie), principal, s.CSRF, id, store.FormatTime(now), store.FormatTime(end))
 		if err != nil {
 			return fmt.Errorf("store session: %w", err)
 		}

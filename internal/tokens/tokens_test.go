@@ -147,13 +147,89 @@ func TestAuthenticateAndSessions(t *testing.T) {
 
 // newToken is New in a transaction of its own.
 func newToken(ctx context.Context, db *store.DB, who, name string, now time.Time) (Token, error) {
+	return newTokenTTL(ctx, db, who, name, now, 0)
+}
+
+func newTokenTTL(ctx context.Context, db *store.DB, who, name string, now time.Time, ttl time.Duration) (Token, error) {
 	var t Token
 	err := db.Write(ctx, func(tx *sql.Tx) error {
 		var err error
-		t, err = New(ctx, tx, who, name, now)
+		t, err = New(ctx, tx, who, name, now, ttl)
 		return err
 	})
 	return t, err
+}
+
+// A token with a lifetime works until it ends and is then answered like
+// a revoked one; a session made from it ends with it.
+func TestExpiry(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tk, err := newTokenTTL(ctx, db, "alice", "ci", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.ExpiresAt == nil || tk.ExpiresAt.String() != store.FormatTime(now.Add(time.Hour)) {
+		t.Fatalf("ExpiresAt = %v", tk.ExpiresAt)
+	}
+	if list, _ := List(ctx, db.R(), "alice"); len(list) != 1 || list[0].ExpiresAt == nil || *list[0].ExpiresAt != *tk.ExpiresAt {
+		t.Fatalf("List = %+v", list)
+	}
+	if p, err := Authenticate(ctx, db, tk.Token, now.Add(time.Hour-time.Millisecond)); err != nil || p != "alice" {
+		t.Fatalf("before expiry: %q, %v", p, err)
+	}
+	cookie, _, err := Login(ctx, db, tk.Token, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{now.Add(time.Hour), now.Add(2 * time.Hour)} {
+		_, err := Authenticate(ctx, db, tk.Token, at)
+		if fault.KindOf(err) != fault.Unauthenticated || fault.As(err).Msg != "bad token" {
+			t.Errorf("at %v: %v, want the answer a revoked token gets", at, err)
+		}
+		if _, _, err := Login(ctx, db, tk.Token, at); fault.KindOf(err) != fault.Unauthenticated {
+			t.Errorf("login at %v: %v", at, err)
+		}
+		if _, err := LookupSession(ctx, db.R(), cookie, at); fault.KindOf(err) != fault.Unauthenticated {
+			t.Errorf("session at %v outlives its token: %v", at, err)
+		}
+	}
+}
+
+func TestTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		requested time.Duration
+		settings  map[string]string
+		want      time.Duration
+		bad       bool
+	}{
+		{"none", 0, nil, 0, false},
+		{"asked", time.Hour, nil, time.Hour, false},
+		{"default", 0, map[string]string{SettingTTLDefault: "24h"}, 24 * time.Hour, false},
+		{"asked over the default", 48 * time.Hour, map[string]string{SettingTTLDefault: "24h"}, 48 * time.Hour, false},
+		{"max bounds none asked", 0, map[string]string{SettingTTLMax: "72h"}, 72 * time.Hour, false},
+		{"max bounds the default", 0, map[string]string{SettingTTLDefault: "100h", SettingTTLMax: "72h"}, 72 * time.Hour, false},
+		{"asked within max", time.Hour, map[string]string{SettingTTLMax: "72h"}, time.Hour, false},
+		{"asked over max", 73 * time.Hour, map[string]string{SettingTTLMax: "72h"}, 0, true},
+		{"bad setting", 0, map[string]string{SettingTTLMax: "forever"}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := TTL(tc.requested, tc.settings)
+			if (err != nil) != tc.bad || got != tc.want {
+				t.Fatalf("TTL = %v, %v; want %v (error: %v)", got, err, tc.want, tc.bad)
+			}
+			if err != nil && fault.KindOf(err) != fault.Usage {
+				t.Errorf("a refusal of kind %v, want usage", fault.KindOf(err))
+			}
+		})
+	}
+	for _, s := range []string{"0s", "-1h", "721h", "1ms", "soon"} {
+		if _, err := ParseTTL("ttl", s); fault.KindOf(err) != fault.Usage {
+			t.Errorf("ParseTTL(%q) = %v", s, err)
+		}
+	}
 }
 
 // revoke is Revoke in a transaction of its own.

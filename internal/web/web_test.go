@@ -88,7 +88,7 @@ func newFixture(t *testing.T) *fixture {
 		var tk tokens.Token
 		err := db.Write(ctx, func(tx *sql.Tx) error {
 			var err error
-			tk, err = tokens.New(ctx, tx, u, "t", now)
+			tk, err = tokens.New(ctx, tx, u, "t", now, 0)
 			return err
 		})
 		if err != nil {
