@@ -6,8 +6,9 @@
 //
 // The convention, readable and unambiguous for the characters a terminal
 // acts on: each C0 control and DEL is shown as a Go-style \xHH escape (ESC
-// is \x1b, BEL \x07), each C1 control (U+0080 to U+009F) as \u00HH, and a
-// byte that is not UTF-8 as \xHH. A planted escape sequence such as
+// is \x1b, BEL \x07), each C1 control (U+0080 to U+009F) and each hidden
+// format character (IsHidden: bidi controls, zero-width spaces) as \uHHHH,
+// and a byte that is not UTF-8 as \xHH. A planted escape sequence such as
 // "\x1b]0;pwned\x07" is thus printed as exactly those ten visible
 // characters. Backslashes themselves are left alone: the output is for
 // reading, and the exact text is in --json (JSON escapes control
@@ -56,6 +57,10 @@ func CheckLine(what, v string, limit int) error {
 			return fault.New(fault.Usage, "%s holds the control character %s at byte %d; titles and other one-line values may hold none",
 				what, escape(r), i)
 		}
+		if IsHidden(r) {
+			return fault.New(fault.Usage, "%s holds the invisible character U+%04X at byte %d (it can make text read other than it is); titles and other one-line values may hold none",
+				what, r, i)
+		}
 	}
 	return nil
 }
@@ -64,6 +69,62 @@ func CheckLine(what, v string, limit int) error {
 // on: C0, DEL or C1 (Unicode's category Cc).
 func IsControl(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r <= 0x9f)
+}
+
+// IsHidden reports whether r is an invisible format character that can
+// make text read other than it is: the bidirectional controls (U+202A to
+// U+202E, U+2066 to U+2069, the marks U+200E, U+200F and U+061C, the
+// "Trojan Source" characters) and the zero-width characters that join
+// nothing (U+200B, U+2060 to U+2064, U+FEFF, U+180E). The joiners U+200C
+// and U+200D are left alone: scripts and emoji need them.
+func IsHidden(r rune) bool {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r >= 0x2060 && r <= 0x2064:
+		return true
+	}
+	switch r {
+	case 0x200b, 0x200e, 0x200f, 0x061c, 0xfeff, 0x180e:
+		return true
+	}
+	return false
+}
+
+// MarkHidden returns page with each hidden character (IsHidden) replaced
+// by its visible name, [U+202E]: plain text, so that it reads the same in
+// an element and in an attribute value. A page that holds none comes back
+// as it is, without a copy.
+func MarkHidden(page []byte) []byte {
+	i := firstHidden(page)
+	if i < 0 {
+		return page
+	}
+	b := make([]byte, 0, len(page)+16)
+	b = append(b, page[:i]...)
+	for i < len(page) {
+		r, n := utf8.DecodeRune(page[i:])
+		if IsHidden(r) {
+			b = fmt.Appendf(b, "[U+%04X]", r)
+		} else {
+			b = append(b, page[i:i+n]...)
+		}
+		i += n
+	}
+	return b
+}
+
+// firstHidden is the index of the first hidden character of page, or -1.
+// Each starts with byte 0xd8, 0xe1, 0xe2 or 0xef in UTF-8, so most text
+// is passed over without decoding.
+func firstHidden(page []byte) int {
+	for i := 0; i < len(page); i++ {
+		switch page[i] {
+		case 0xd8, 0xe1, 0xe2, 0xef:
+			if r, _ := utf8.DecodeRune(page[i:]); IsHidden(r) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Show returns s ready to print inside a line of plain-text output: every
@@ -102,7 +163,7 @@ func show(s string, body bool) string {
 			b = append(b, s[i:i+n]...)
 		case n == 1: // a C0 control, DEL, or a byte that is not UTF-8
 			b = appendHex(b, `\x`, uint16(s[i]), 2)
-		default: // a C1 control, two bytes in UTF-8
+		default: // a C1 control or a hidden character (IsHidden)
 			r, _ := utf8.DecodeRuneInString(s[i:])
 			b = appendHex(b, `\u`, uint16(r), 4)
 		}
@@ -125,7 +186,7 @@ func plain(s string, i int, body bool) (n int, ok bool) {
 	if r == utf8.RuneError && n == 1 {
 		return 1, false // not UTF-8
 	}
-	return n, !IsControl(r) // C1
+	return n, !IsControl(r) && !IsHidden(r) // C1, bidi and zero-width
 }
 
 // kept reports whether multi-line text keeps the control character r at

@@ -44,6 +44,12 @@ func TestCheckLine(t *testing.T) {
 		{"nul\x00", "title holds a NUL byte"},
 		{"bad \xff", "title is not valid UTF-8"},
 		{strings.Repeat("x", 101), "title too long"},
+		{"evil \u202etxt.exe", "invisible character U+202E at byte 5"},
+		{"iso \u2066x\u2069", "invisible character U+2066"},
+		{"mark \u200f", "invisible character U+200F"},
+		{"zero\u200bwidth", "invisible character U+200B"},
+		{"bom \ufeff", "invisible character U+FEFF"},
+		{"family 👨\u200d👩\u200d👧, ZWNJ \u200c", ""},
 	} {
 		err := CheckLine("title", tc.in, 100)
 		switch {
@@ -67,12 +73,31 @@ func TestShow(t *testing.T) {
 		{"del\x7f nul\x00", `del\x7f nul\x00`, `del\x7f nul\x00`},
 		{"bad \xff\xc2", `bad \xff\xc2`, `bad \xff\xc2`},
 		{"keep \\x1b and é", "keep \\x1b and é", "keep \\x1b and é"},
+		{"rlo \u202eabc\u202c\nzw\u200b", `rlo \u202eabc\u202c\x0azw\u200b`, "rlo \\u202eabc\\u202c\nzw\\u200b"},
+		{"joined 👨\u200d👩", "joined 👨\u200d👩", "joined 👨\u200d👩"},
 	} {
 		if got := Show(tc.in); got != tc.line {
 			t.Errorf("Show(%q) = %q, want %q", tc.in, got, tc.line)
 		}
 		if got := ShowBody(tc.in); got != tc.body {
 			t.Errorf("ShowBody(%q) = %q, want %q", tc.in, got, tc.body)
+		}
+	}
+}
+
+func TestMarkHidden(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"<p>plain ✓ é</p>", "<p>plain ✓ é</p>"},
+		{"<p title=\"a\u202eb\">x\u2066y\u2069</p>", "<p title=\"a[U+202E]b\">x[U+2066]y[U+2069]</p>"},
+		{"\ufeffbom and \u200dzwj", "[U+FEFF]bom and \u200dzwj"},
+	} {
+		in := []byte(tc.in)
+		got := MarkHidden(in)
+		if string(got) != tc.want {
+			t.Errorf("MarkHidden(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if tc.in == tc.want && &got[0] != &in[0] {
+			t.Errorf("MarkHidden(%q) copied a page without hidden characters", tc.in)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // pages holds one parsed template set per page, each with the layout.
@@ -118,6 +119,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	h.Set("Cache-Control", "private, no-cache")
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(b.Bytes())
+		// Bidi controls and zero-width characters in anything shown
+		// (bodies, titles of old, commit messages, file names, code) are
+		// named where they stand, as GitHub warns of hidden characters.
+		_, _ = w.Write(text.MarkHidden(b.Bytes()))
 	}
 }
