@@ -30,6 +30,7 @@ _collab_words() {
 	"issue close" | "issue reopen") echo "--lease-token --json" ;;
 	"issue label") echo "--add --remove --json" ;;
 	"issue claim" | "issue unclaim") echo "--json" ;;
+	"issue edit") echo "--title --body --json" ;;
 	"lease acquire") echo "--next --label --ttl --request --force --json" ;;
 	"lease renew") echo "--ttl --json" ;;
 	"lease release") echo "--force --json" ;;
@@ -40,6 +41,9 @@ _collab_words() {
 	"patch review") echo "--approve --request-changes --comment --revision --file --line --body --lease-token --json" ;;
 	"patch close" | "patch reopen") echo "--json" ;;
 	"patch merge") echo "--commit --lease-token --json" ;;
+	"patch edit") echo "--title --description --json" ;;
+	"patch ready" | "patch wip") echo "--json" ;;
+	"patch reviewers") echo "--add --remove --json" ;;
 	"patch submit") echo "--strategy --lease-token --json" ;;
 	"patch check") echo "--state --revision --url --summary --json" ;;
 	"branch protect") echo "--approvals --check --strategy --direct-push --json" ;;
@@ -65,9 +69,9 @@ _collab_complete_from() {
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
 		local subs=""
 		case "$verb" in
-		issue) subs="new list show comment close reopen claim unclaim label" ;;
+		issue) subs="new list show comment close reopen edit claim unclaim label" ;;
 		lease) subs="acquire renew release list" ;;
-		patch) subs="list show diff review close reopen merge submit check" ;;
+		patch) subs="list show diff review close reopen merge edit ready wip reviewers submit check" ;;
 		branch) subs="protect unprotect list" ;;
 		token) subs="new list revoke" ;;
 		webhook) subs="add list remove" ;;

@@ -24,6 +24,10 @@ const (
 	LeaseReleased  = "lease.released"
 	LeaseExpired   = "lease.expired"
 	PatchCreated   = "patch.created"
+	// PatchEdited and IssueEdited are the edits of patch edit, ready, wip
+	// and reviewers, and of issue edit (CONTRACT.md's verb table).
+	PatchEdited    = "patch.edited"
+	IssueEdited    = "issue.edited"
 	RevisionPushed = "revision.pushed"
 	ReviewPosted   = "review.posted"
 	MergeRecorded  = "merge.recorded"
@@ -39,6 +43,7 @@ var Kinds = []string{
 	LeaseRenewed, LeaseReleased, LeaseExpired,
 	PatchCreated, RevisionPushed, ReviewPosted, MergeRecorded,
 	CheckUpdated, BranchProtected, BranchUnprotected,
+	PatchEdited, IssueEdited,
 }
 
 // Event is one outbox row, in the JSON shape webhooks deliver.

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Edit is one change of an issue's state and/or title by Principal, who
@@ -20,6 +22,7 @@ type Edit struct {
 	Level     access.Level
 	State     *State  // Open or Closed; nil leaves the state
 	Title     *string // nil leaves the title
+	Body      *string // nil leaves the body
 	// LeaseToken, when positive, fences the write: it must be the
 	// principal's current token of a live lease on the issue.
 	LeaseToken int64
@@ -76,7 +79,7 @@ func mayChangeState(cur Issue, principal string, lvl access.Level, verb string) 
 // Change applies e to issue id of repo inside the caller's write
 // transaction, after the checks of MayChange and the lease fence. changed is false when
 // nothing differed. A state change emits issue.closed or issue.reopened; a
-// new title emits nothing, as no event of the contract covers it.
+// new title or body issue.edited.
 func Change(ctx context.Context, tx store.Querier, repo, id string, e Edit, now time.Time) (is Issue, changed bool, err error) {
 	if e.State != nil && *e.State != Open && *e.State != Closed {
 		return Issue{}, false, fault.New(fault.Usage, "bad state %q: want open or closed", *e.State)
@@ -110,12 +113,33 @@ func Change(ctx context.Context, tx store.Querier, repo, id string, e Edit, now 
 		}
 	}
 	is = cur
+	var edited []string
 	if e.Title != nil && title != cur.Title {
 		if _, err := tx.ExecContext(ctx, "UPDATE issues SET title = ?, updated_at = ? WHERE repo = ? AND id = ?",
 			title, store.FormatTime(now), repo, id); err != nil {
 			return Issue{}, false, fmt.Errorf("retitle issue %s: %w", id, err)
 		}
 		is.Title, is.UpdatedAt, changed = title, store.At(now), true
+		edited = append(edited, "title")
+	}
+	if e.Body != nil && *e.Body != cur.Body {
+		if err := text.Check("body", *e.Body, text.MaxBody); err != nil {
+			return Issue{}, false, err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE issues SET body = ?, updated_at = ? WHERE repo = ? AND id = ?",
+			*e.Body, store.FormatTime(now), repo, id); err != nil {
+			return Issue{}, false, fmt.Errorf("edit issue %s: %w", id, err)
+		}
+		is.Body, is.UpdatedAt, changed = *e.Body, store.At(now), true
+		edited = append(edited, "body")
+	}
+	if len(edited) > 0 {
+		if _, err := events.Emit(ctx, tx, events.IssueEdited, repo, e.Principal, now, struct {
+			Issue
+			Changed []string `json:"changed"`
+		}{is, edited}); err != nil {
+			return Issue{}, false, err
+		}
 	}
 	if e.State != nil {
 		var set bool

@@ -240,12 +240,14 @@ type EditIssue struct {
 	Issue Ref
 	State *issues.State // nil leaves the state
 	Title *string       // nil leaves the title
+	Body  *string       // nil leaves the body
 	// LeaseToken, when positive, fences the change.
 	LeaseToken int64
 }
 
-// EditIssue closes, reopens and/or retitles an issue by the rule of
-// issues.Change. changed is false when nothing differed.
+// EditIssue closes, reopens, retitles and/or rewrites the body of an
+// issue by the rule of issues.Change. changed is false when nothing
+// differed.
 func (s *Service) EditIssue(ctx context.Context, who Actor, in EditIssue) (is issues.Issue, changed bool, err error) {
 	if in.Title != nil {
 		if err := checkTitle(*in.Title); err != nil {
@@ -258,7 +260,7 @@ func (s *Service) EditIssue(ctx context.Context, who Actor, in EditIssue) (is is
 	}
 	err = s.write(ctx, who, func(tx store.Tx) error {
 		is, changed, err = issues.Change(ctx, tx, t.key, t.id, issues.Edit{
-			Principal: who.Principal, Level: t.lvl, State: in.State, Title: in.Title, LeaseToken: in.LeaseToken,
+			Principal: who.Principal, Level: t.lvl, State: in.State, Title: in.Title, Body: in.Body, LeaseToken: in.LeaseToken,
 		}, s.now())
 		return err
 	})

@@ -9,12 +9,14 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/diff"
+	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
@@ -508,4 +510,106 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 		return PatchChange{}, patches.Merge{}, err
 	}
 	return PatchChange{Patch: s.view(got), Changed: recorded}, m, nil
+}
+
+// PatchEdit is a change of a patch's descriptive fields, its draft state
+// or its reviewers (patch edit, ready, wip, reviewers); nil and empty
+// leave a field.
+type PatchEdit struct {
+	Patch           Ref
+	Title           *string
+	Description     *string
+	Draft           *bool
+	AddReviewers    []string // principal names or their e-mail addresses, as %r= takes
+	RemoveReviewers []string
+}
+
+// EditPatch applies in: the patch's author (who may read) or a writer may.
+// What changed is one patch.edited event, with the patch and the names of
+// the fields that changed; Changed is false when nothing did.
+func (s *Service) EditPatch(ctx context.Context, who Actor, in PatchEdit) (PatchChange, error) {
+	if in.Title != nil {
+		t, err := issues.CheckTitle(*in.Title)
+		if err != nil {
+			return PatchChange{}, fault.OnField(err, FieldTitle)
+		}
+		in.Title = &t
+	}
+	if in.Description != nil {
+		if err := text.Check("description", *in.Description, text.MaxBody); err != nil {
+			return PatchChange{}, err
+		}
+	}
+	t, err := s.target(ctx, who, in.Patch, access.Read, patches.Resolve, "PATCH")
+	if err != nil {
+		return PatchChange{}, err
+	}
+	var changed []string
+	err = s.write(ctx, who, func(tx store.Tx) error {
+		cur, err := patches.Get(ctx, tx, t.key, t.id)
+		if err != nil {
+			return err
+		}
+		if cur.Author != who.Principal && t.lvl < access.Write {
+			return fault.New(fault.Denied, "permission denied: write access to %s needed to edit a patch by someone else", reponame.Display(t.key))
+		}
+		var u patches.Update
+		if in.Title != nil && *in.Title != cur.Title {
+			u.Title, changed = in.Title, append(changed, "title")
+		}
+		if in.Description != nil && *in.Description != cur.Description {
+			u.Description, changed = in.Description, append(changed, "description")
+		}
+		if in.Draft != nil && *in.Draft != cur.Draft {
+			u.Draft, changed = in.Draft, append(changed, "draft")
+		}
+		if len(changed) > 0 {
+			if err := patches.Edit(ctx, tx, t.key, t.id, u, s.now()); err != nil {
+				return err
+			}
+		}
+		var add []string
+		for _, n := range in.AddReviewers {
+			p, err := principals.Named(ctx, tx, n)
+			if fault.KindOf(err) == fault.NotFound {
+				return fault.New(fault.NotFound, "reviewer %s: no such user", text.Clip(n))
+			}
+			if err != nil {
+				return err
+			}
+			add = append(add, p.Name)
+		}
+		added, err := patches.AddReviewers(ctx, tx, t.key, t.id, add, who.Principal, s.now())
+		if err != nil {
+			return err
+		}
+		removed, err := patches.RemoveReviewers(ctx, tx, t.key, t.id, in.RemoveReviewers)
+		if err != nil {
+			return err
+		}
+		if len(added)+len(removed) > 0 {
+			changed = append(changed, "reviewers")
+		}
+		if len(changed) == 0 {
+			return nil
+		}
+		p, err := patches.Get(ctx, tx, t.key, t.id)
+		if err != nil {
+			return err
+		}
+		_, err = events.Emit(ctx, tx, events.PatchEdited, t.key, who.Principal, s.now(), struct {
+			patches.Patch
+			Changed []string `json:"changed"`
+		}{p, changed})
+		return err
+	})
+	if err != nil {
+		return PatchChange{}, err
+	}
+	s.logPatch(ctx, "patch edited", t.id, "changed", strings.Join(changed, ","))
+	p, err := patches.Get(ctx, s.DB.R(), t.key, t.id)
+	if err != nil {
+		return PatchChange{}, err
+	}
+	return PatchChange{Patch: s.view(p), Changed: len(changed) > 0}, nil
 }

@@ -98,3 +98,21 @@ func fillRequests(ctx context.Context, q store.Querier, repo string, ps []*Patch
 	}
 	return nil
 }
+
+// RemoveReviewers takes names off the patch's reviewers, inside tx, and
+// returns those that were on it.
+func RemoveReviewers(ctx context.Context, tx store.Querier, repo, id string, names []string) ([]string, error) {
+	var removed []string
+	for _, n := range names {
+		res, err := tx.ExecContext(ctx, "DELETE FROM patch_reviewers WHERE repo = ? AND patch_id = ? AND name = ?", repo, id, n)
+		if err != nil {
+			return nil, fmt.Errorf("remove reviewer %s from patch %s: %w", n, id, err)
+		}
+		if k, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("remove reviewer %s from patch %s: %w", n, id, err)
+		} else if k > 0 {
+			removed = append(removed, n)
+		}
+	}
+	return removed, nil
+}

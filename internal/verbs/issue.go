@@ -74,6 +74,17 @@ func issueCommand(env *Env) *cli.Command {
 				Action:    func(c *cli.Context) error { return env.issueSetState(c, issues.Open) },
 			},
 			{
+				Name:      "edit",
+				Usage:     "change an issue's title or body (its author or a writer)",
+				ArgsUsage: "REPO ID [--title T] [--body B]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "title", Usage: "one-line title"},
+					&cli.StringFlag{Name: "body", Usage: "markdown body; - reads stdin"},
+					JSONFlag,
+				},
+				Action: env.issueEdit,
+			},
+			{
 				Name:      "claim",
 				Usage:     "assign the issue to yourself: lease acquire with no TTL, under the original design's name",
 				ArgsUsage: "REPO ID",
@@ -288,5 +299,38 @@ func (env *Env) issueSetState(c *cli.Context, state issues.State) error {
 			return
 		}
 		fmt.Fprintf(w, "issue %s %s\n", is.ID, map[issues.State]string{issues.Closed: "closed", issues.Open: "reopened"}[state])
+	})
+}
+
+func (env *Env) issueEdit(c *cli.Context) error {
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
+	in := ops.EditIssue{Issue: r}
+	if c.IsSet("title") {
+		t := c.String("title")
+		in.Title = &t
+	}
+	if c.IsSet("body") {
+		b, err := env.Body(c, "body")
+		if err != nil {
+			return err
+		}
+		in.Body = &b
+	}
+	if in.Title == nil && in.Body == nil {
+		return fault.New(fault.Usage, "usage: issue edit REPO ID [--title T] [--body B]: give at least one")
+	}
+	is, changed, err := env.Ops().EditIssue(c.Context, env.actor(), in)
+	if err != nil {
+		return err
+	}
+	return env.Print(c, is, func(w io.Writer) {
+		if !changed {
+			fmt.Fprintf(w, "issue %s unchanged\n", is.ID)
+			return
+		}
+		fmt.Fprintf(w, "issue %s edited\n", is.ID)
 	})
 }

@@ -90,6 +90,42 @@ func patchCommand(env *Env) *cli.Command {
 				},
 				Action: env.patchMerge,
 			},
+			{
+				Name:      "edit",
+				Usage:     "change a patch's title or description (its author or a writer)",
+				ArgsUsage: "REPO ID [--title T] [--description D]",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "title", Usage: "one-line title"},
+					&cli.StringFlag{Name: "description", Usage: "markdown; - reads stdin"},
+					JSONFlag,
+				},
+				Action: env.patchEdit,
+			},
+			{
+				Name:      "ready",
+				Usage:     "mark a draft ready for review",
+				ArgsUsage: "REPO ID",
+				Flags:     []cli.Flag{JSONFlag},
+				Action:    func(c *cli.Context) error { return env.patchDraft(c, false) },
+			},
+			{
+				Name:      "wip",
+				Usage:     "mark a patch a draft (work in progress) again",
+				ArgsUsage: "REPO ID",
+				Flags:     []cli.Flag{JSONFlag},
+				Action:    func(c *cli.Context) error { return env.patchDraft(c, true) },
+			},
+			{
+				Name:      "reviewers",
+				Usage:     "ask principals to review a patch, or take them off (as a push's %r= asks)",
+				ArgsUsage: "REPO ID [--add NAME]… [--remove NAME]…",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "add", Usage: "a principal (or the e-mail address the operator gave one) to ask"},
+					&cli.StringSliceFlag{Name: "remove", Usage: "a principal to take off"},
+					JSONFlag,
+				},
+				Action: env.patchReviewers,
+			},
 		}, gateSubcommands(env)...),
 	}
 }
@@ -377,5 +413,77 @@ func (env *Env) patchMerge(c *cli.Context) error {
 			return
 		}
 		fmt.Fprintf(w, "patch %s merged: %s on %s, recorded by %s\n", id, m.Commit, m.Branch, m.By)
+	})
+}
+
+func (env *Env) patchEdit(c *cli.Context) error {
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
+	in := ops.PatchEdit{Patch: r}
+	if c.IsSet("title") {
+		t := c.String("title")
+		in.Title = &t
+	}
+	if c.IsSet("description") {
+		d, err := env.Body(c, "description")
+		if err != nil {
+			return err
+		}
+		in.Description = &d
+	}
+	if in.Title == nil && in.Description == nil {
+		return fault.New(fault.Usage, "usage: patch edit REPO ID [--title T] [--description D]: give at least one")
+	}
+	return env.printEdit(c, in, "edited")
+}
+
+func (env *Env) patchDraft(c *cli.Context, draft bool) error {
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
+	what := map[bool]string{true: "marked work in progress", false: "marked ready for review"}[draft]
+	return env.printEdit(c, ops.PatchEdit{Patch: r, Draft: &draft}, what)
+}
+
+func (env *Env) patchReviewers(c *cli.Context) error {
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
+	in := ops.PatchEdit{Patch: r, AddReviewers: c.StringSlice("add"), RemoveReviewers: c.StringSlice("remove")}
+	if len(in.AddReviewers)+len(in.RemoveReviewers) == 0 {
+		// Without a change it lists them.
+		out, err := env.Ops().ShowPatch(c.Context, env.actor(), r)
+		if err != nil {
+			return err
+		}
+		return env.Print(c, out.Reviewers, func(w io.Writer) {
+			for _, n := range out.Reviewers {
+				fmt.Fprintln(w, n)
+			}
+		})
+	}
+	return env.printEdit(c, in, "reviewers changed")
+}
+
+// printEdit runs an edit of a patch and prints the patch, or a line
+// saying what happened.
+func (env *Env) printEdit(c *cli.Context, in ops.PatchEdit, what string) error {
+	ch, err := env.Ops().EditPatch(c.Context, env.actor(), in)
+	if err != nil {
+		return err
+	}
+	return env.Print(c, ch.Patch, func(w io.Writer) {
+		if !ch.Changed {
+			fmt.Fprintf(w, "patch %s unchanged\n", ch.Patch.ID)
+			return
+		}
+		fmt.Fprintf(w, "patch %s %s\n", ch.Patch.ID, what)
+		if strings.Contains(what, "reviewers") {
+			fmt.Fprintf(w, "reviewers: %s\n", strings.Join(ch.Patch.Reviewers, ", "))
+		}
 	})
 }
