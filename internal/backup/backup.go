@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collab-forge/collab/internal/dbfile"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
@@ -37,8 +38,16 @@ import (
 )
 
 // ManifestFile names what a backup holds; restore refuses a directory
-// without one.
+// without one. It is written last: a backup without it is unfinished.
 const ManifestFile = "collab-backup.json"
+
+// Unfinished work is marked by a file written first and removed last:
+// a killed backup or restore is recognised by its retry, which clears
+// what it left and starts over in the same directory.
+const (
+	BackupUnfinished  = "collab-backup.unfinished"
+	RestoreUnfinished = "collab-restore.unfinished"
+)
 
 // Format is the layout version of a backup directory.
 const Format = 1
@@ -58,7 +67,7 @@ type Manifest struct {
 // exist or be empty. afterSnapshot, when not nil, runs once the snapshot
 // is taken and the lock released, before the objects are copied.
 func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now time.Time, out io.Writer, afterSnapshot func() error) (Manifest, error) {
-	if err := emptyDir(dir); err != nil {
+	if err := startIn(dir, BackupUnfinished, out); err != nil {
 		return Manifest{}, err
 	}
 	m := Manifest{Format: Format, CreatedAt: store.FormatTime(now), SourceRoot: root.Dir}
@@ -104,7 +113,9 @@ func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now 
 	if err := writeManifest(dir, m); err != nil {
 		return m, err
 	}
-	syscall.Sync()
+	if err := finish(dir, BackupUnfinished); err != nil {
+		return m, err
+	}
 	fmt.Fprintf(out, "backup: copied %d files (%d bytes) of %d repositories; %s holds the forge\n", st.files, st.bytes, len(m.Repos), dir)
 	return m, nil
 }
@@ -275,19 +286,25 @@ func skipObjectCaches(rel string, d fs.DirEntry) bool {
 // this root and binary, and the database is brought up to this binary's
 // schema.
 func Restore(ctx context.Context, dir string, root forge.Root, binary string, out io.Writer) error {
+	if _, err := os.Stat(filepath.Join(dir, BackupUnfinished)); err == nil {
+		return fault.New(fault.Usage, "%s holds an unfinished backup (%s): make the backup again", dir, BackupUnfinished)
+	}
 	m, err := readManifest(dir)
 	if err != nil {
 		return err
 	}
 	// A backup made by a newer collab is refused before anything is
-	// written.
-	bdb, err := store.OpenNoMigrate(ctx, filepath.Join(dir, "collab.db"))
-	if err != nil {
+	// written; its header says, and the backup is only read (opening it
+	// with SQLite would write beside it).
+	if err := dbfile.Check(filepath.Join(dir, "collab.db")); err != nil {
 		return fault.Default(err, "the backup's database cannot be read")
 	}
-	bdb.Close()
-	if err := emptyDir(root.Dir); err != nil {
+	if err := startIn(root.Dir, RestoreUnfinished, out); err != nil {
 		return err
+	}
+	// A root made by hand beforehand gets the mode a fresh root has.
+	if err := os.Chmod(root.Dir, forge.DirMode); err != nil {
+		return fmt.Errorf("make %s private: %w", root.Dir, err)
 	}
 	var st stats
 	if err := copyTree(filepath.Join(dir, "repos"), root.ReposDir(), func(string, fs.DirEntry) bool { return false }, &st); err != nil {
@@ -332,27 +349,60 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 		return fmt.Errorf("write the key index: %w", err)
 	}
 	syscall.Sync()
+	if err := finish(root.Dir, RestoreUnfinished); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "restore: %s made from the backup of %s taken %s (%d repositories, %d files); hook shims point at %s\n",
 		root.Dir, m.SourceRoot, m.CreatedAt, len(all), st.files, binary)
 	return nil
 }
 
-// emptyDir makes dir (DirMode) or accepts an empty one: a backup or a
-// restore never writes over something that is there.
-func emptyDir(dir string) error {
+// startIn makes dir (DirMode) or accepts an empty one, or one holding
+// the marker unfinished (a killed run's work, which it clears), and
+// writes the marker: a backup or a restore never writes over anything
+// else that is there.
+func startIn(dir, unfinished string, out io.Writer) error {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, forge.DirMode); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
-		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("read %s: %w", dir, err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, unfinished)); err != nil {
+			return fault.New(fault.Usage, "%s is not empty: give a new or empty directory", dir)
+		}
+		fmt.Fprintf(out, "%s: clearing what an unfinished run left in %s\n", strings.TrimSuffix(strings.TrimPrefix(unfinished, "collab-"), ".unfinished"), dir)
+		for _, e := range entries {
+			if e.Name() == unfinished {
+				continue // the marker goes last, so a kill meanwhile is still recognised
+			}
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("clear %s: %w", dir, err)
+			}
+		}
 	}
-	if len(entries) > 0 {
-		return fault.New(fault.Usage, "%s is not empty: give a new or empty directory", dir)
+	f, err := os.OpenFile(filepath.Join(dir, unfinished), os.O_WRONLY|os.O_CREATE, forge.FileMode)
+	if err != nil {
+		return fmt.Errorf("mark %s unfinished: %w", dir, err)
 	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("mark %s unfinished: %w", dir, err)
+	}
+	return f.Close()
+}
+
+// finish removes the marker of unfinished work from dir, once all else
+// there is on disk.
+func finish(dir, unfinished string) error {
+	syscall.Sync()
+	if err := os.Remove(filepath.Join(dir, unfinished)); err != nil {
+		return fmt.Errorf("mark %s finished: %w", dir, err)
+	}
+	syscall.Sync()
 	return nil
 }
 

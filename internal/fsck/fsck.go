@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
@@ -320,6 +321,11 @@ func (s *refState) update(u git.RefUpdate) { s.fixes = append(s.fixes, u) }
 func (c *Checker) refs(ctx context.Context, name, key string, g git.Repo) error {
 	// Pushes may go on: their refs are ordered by the refs lock.
 	unlock, err := push.LockRefs(ctx, g.Dir)
+	if errors.Is(err, syscall.EROFS) && c.DryRun {
+		// A read-only root takes no push, and a dry run writes nothing:
+		// no lock is needed, and none can be made.
+		unlock, err = func() {}, nil
+	}
 	if err != nil {
 		return err
 	}
