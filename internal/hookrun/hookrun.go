@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,6 +102,12 @@ func Run(ctx context.Context, h Hook) int {
 			l = l.With("REPO", key)
 		}
 		l.Error(h.Name, "PRINCIPAL", hand.Principal, "OUTCOME", "error", "error", err.Error())
+		if h.Name == "post-receive" {
+			if msg, ok := movedAnyway(err); ok {
+				fmt.Fprintln(h.Stderr, msg)
+				return 0
+			}
+		}
 		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return 1
 	}
@@ -272,4 +279,18 @@ func detach(bin string, args []string, dir string, environ []string, updates []p
 		err = rerr
 	}
 	return err
+}
+
+// movedAnyway is what post-receive says where the push's refs have moved
+// (post-receive runs after) but what they merged cannot be recorded now
+// (a full disk, a busy or read-only database): "try again later" would
+// send the pusher to push again, which does nothing; the forge's sweep
+// records the moves once it can write. ok is false for any other error.
+func movedAnyway(err error) (msg string, ok bool) {
+	if fault.KindOf(err) != fault.Unavailable {
+		return "", false
+	}
+	why := strings.TrimSuffix(fault.Public(err), "; try again later")
+	return "collab: your push is in (its refs moved), but what it merged could not be recorded now (" + text.Show(why) +
+		"); the forge's sweep records it once it can write: do not push again", true
 }

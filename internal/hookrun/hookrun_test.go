@@ -3,6 +3,7 @@ package hookrun
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/push"
 )
@@ -95,5 +97,30 @@ func TestDetachFeedsAllUpdates(t *testing.T) {
 			t.Fatalf("the scan wrote nothing: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A post-receive that cannot record what a push merged says the push is
+// in and not to push again; anything but "cannot write now" is an error.
+func TestMovedAnyway(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		ok   bool
+		want string
+	}{
+		{"disk full", fault.Later(errors.New("ENOSPC"), time.Minute, "disk full: the forge cannot write now; try again later"), true,
+			"collab: your push is in (its refs moved), but what it merged could not be recorded now (disk full: the forge cannot write now); the forge's sweep records it once it can write: do not push again"},
+		{"busy", fault.Later(errors.New("busy"), time.Second, "database busy: other writers held it past busy_timeout; try again later"), true,
+			"(database busy: other writers held it past busy_timeout)"},
+		{"a bug", errors.New("boom"), false, ""},
+		{"refused", fault.New(fault.Usage, "bad"), false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, ok := movedAnyway(tc.err)
+			if ok != tc.ok || !strings.Contains(msg, tc.want) || strings.Contains(msg, "try again") {
+				t.Fatalf("movedAnyway = %q, %v; want %v with %q", msg, ok, tc.ok, tc.want)
+			}
+		})
 	}
 }

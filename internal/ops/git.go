@@ -47,6 +47,10 @@ func (s *Service) Git(ctx context.Context, who Actor, name string, push bool) (G
 	if !push {
 		return g, nil
 	}
+	// git would unpack the push before any hook could refuse it.
+	if err := s.DB.ReadOnlyNow(); err != nil {
+		return GitSession{}, err
+	}
 	settings, err := store.ReadSettings(ctx, s.DB.R())
 	if err != nil {
 		return GitSession{}, fault.Wrap(err, "forge database unavailable")

@@ -57,7 +57,7 @@ func writeInputSizeHint(root forge.Root, n int64) error {
 
 // checkWriter opens the database and checks that r's principal may push
 // to repository key: the principal still exists, is enabled and holds the
-// key used, and has write access.
+// key used, and has write access; and that the root is writable.
 func checkWriter(ctx context.Context, r *Request, key string) (*store.DB, access.Level, error) {
 	db, err := store.OpenShort(ctx, r.Root.DBPath())
 	if err != nil {
@@ -68,6 +68,10 @@ func checkWriter(ctx context.Context, r *Request, key string) (*store.DB, access
 		return nil, 0, err
 	}
 	level, err := access.Require(ctx, db.R(), r.Principal, key, access.Write)
+	if err == nil {
+		// git would unpack the push before any hook could refuse it.
+		err = db.ReadOnlyNow()
+	}
 	if err != nil {
 		db.Close()
 		return nil, 0, err

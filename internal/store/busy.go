@@ -177,6 +177,20 @@ const (
 	retryReadOnly = 60 * time.Second
 )
 
+// ReadOnlyNow refuses a write to a database whose filesystem is read-only
+// at this moment (a remount since it was opened included), with the line
+// every write on a read-only root gets: for a push, which must be told
+// before git unpacks anything into the root.
+func (db *DB) ReadOnlyNow() error {
+	if db.readOnly || readOnlyFS(db.path) {
+		return fault.Later(errReadOnly, retryReadOnly, readOnlyMsg)
+	}
+	return nil
+}
+
+// readOnlyMsg is what a write on a read-only root is told.
+const readOnlyMsg = "the forge root is read-only: writes are refused for now (reads still work); try again later"
+
 // classify turns what a write can meet that is no bug — a busy database, a
 // full disk, a read-only root — into a fault.Unavailable whose one line
 // says which. Other errors are returned as they are.
@@ -198,7 +212,7 @@ func (db *DB) classify(err error) error {
 		return fault.Later(err, retryFull, "disk full: the forge cannot write now; try again later")
 	case code == sqliteReadOnly || errors.Is(err, syscall.EROFS) ||
 		((code == sqliteCantOpen || code == sqliteIOErr) && readOnlyFS(db.path)):
-		return fault.Later(err, retryReadOnly, "the forge root is read-only: writes are refused for now (reads still work); try again later")
+		return fault.Later(err, retryReadOnly, readOnlyMsg)
 	}
 	return err
 }
