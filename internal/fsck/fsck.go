@@ -89,9 +89,20 @@ func (c *Checker) problem(repaired bool, format string, args ...any) {
 // repository that cannot be checked (missing, unreadable) is reported and
 // the others are still checked.
 func (c *Checker) Run(ctx context.Context, key string) error {
+	if key == "" {
+		bad, err := c.DB.QuickCheck(ctx)
+		if err != nil {
+			return err
+		}
+		if len(bad) > 0 {
+			c.problem(false, "the database %s is damaged (SQLite's quick_check: %s): stop the forge (collab-web, sshd's forced command) and restore the last backup (collab-hook restore, docs/operations.md)",
+				c.Root.DBPath(), strings.Join(clip(bad, 3), "; "))
+			return nil
+		}
+	}
 	all, err := repos.List(ctx, c.DB.R())
 	if err != nil {
-		return err
+		return store.Damaged(err)
 	}
 	var keys []string
 	known := map[string]bool{}

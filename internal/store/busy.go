@@ -152,7 +152,29 @@ const (
 	sqliteIOErr    = 10
 	sqliteFull     = 13
 	sqliteCantOpen = 14
+	sqliteCorrupt  = 11
+	sqliteNotADB   = 26
 )
+
+// Damaged turns an error of a damaged database (SQLite's "database disk
+// image is malformed", a -wal file overwritten under a live reader, a
+// file that is no database) into what it is, with what to run; any other
+// error is returned as it is. Reads meet it as writes do, so the
+// transports pass every error through it.
+func Damaged(err error) error {
+	if code := sqliteCode(err); code != sqliteCorrupt && code != sqliteNotADB {
+		return err
+	}
+	return fault.Wrap(err, "the forge database is damaged (SQLite: "+sqliteMessage(err)+"): run collab-hook fsck, which says what to restore")
+}
+
+// sqliteMessage is SQLite's own words for err's code.
+func sqliteMessage(err error) string {
+	if sqliteCode(err) == sqliteNotADB {
+		return "file is not a database"
+	}
+	return "database disk image is malformed"
+}
 
 func sqliteCode(err error) int {
 	var se *sqlite.Error
@@ -201,6 +223,9 @@ func (db *DB) classify(err error) error {
 	var fe *fault.Error
 	if errors.As(err, &fe) && fe.Kind != fault.Internal {
 		return err
+	}
+	if d := Damaged(err); d != err {
+		return d
 	}
 	code := sqliteCode(err)
 	var be busyError

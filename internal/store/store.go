@@ -516,3 +516,33 @@ func (db *DB) Version(ctx context.Context) (int, error) {
 	v, _, err := db.version(ctx)
 	return v, err
 }
+
+// QuickCheck runs SQLite's quick_check over the database (and its WAL):
+// the problems it finds, none where the database is sound.
+func (db *DB) QuickCheck(ctx context.Context) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx, "PRAGMA quick_check(20)")
+	if err != nil {
+		if d := Damaged(err); d != err {
+			return []string{sqliteMessage(err)}, nil
+		}
+		return nil, fmt.Errorf("check the database: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return nil, fmt.Errorf("check the database: %w", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if d := Damaged(err); d != err {
+			return append(problems, sqliteMessage(err)), nil
+		}
+		return nil, fmt.Errorf("check the database: %w", err)
+	}
+	return problems, nil
+}

@@ -132,7 +132,7 @@ func Run(ctx context.Context, env *Env, words []string) int {
 	if err == nil {
 		return 0
 	}
-	fe := fault.As(err)
+	fe := fault.As(store.Damaged(err))
 	if env.Log != nil {
 		env.Log.ErrorContext(ctx, "verb refused", "verb", strings.Join(first2(words), " "), "OUTCOME", "refused", "error", err.Error())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/ops"
+	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -29,6 +30,7 @@ func notFound(what string) error { return fault.New(fault.NotFound, "%s not foun
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	err = pastDeadline(r, err)
 	err = asHTTP(r, err)
+	err = store.Damaged(err)
 	fe := fault.As(err)
 	msg := fe.Say(fieldWord)
 	status := fault.HTTPStatus(err)
