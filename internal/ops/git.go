@@ -48,7 +48,7 @@ func (s *Service) Git(ctx context.Context, who Actor, name string, push bool) (G
 		return g, nil
 	}
 	// git would unpack the push before any hook could refuse it.
-	if err := s.DB.ReadOnlyNow(); err != nil {
+	if err := store.ReadOnlyNow(s.Root.DBPath()); err != nil {
 		return GitSession{}, err
 	}
 	settings, err := store.ReadSettings(ctx, s.DB.R())

@@ -70,7 +70,7 @@ func checkWriter(ctx context.Context, r *Request, key string) (*store.DB, access
 	level, err := access.Require(ctx, db.R(), r.Principal, key, access.Write)
 	if err == nil {
 		// git would unpack the push before any hook could refuse it.
-		err = db.ReadOnlyNow()
+		err = store.ReadOnlyNow(r.Root.DBPath())
 	}
 	if err != nil {
 		db.Close()

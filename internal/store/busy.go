@@ -199,12 +199,13 @@ const (
 	retryReadOnly = 60 * time.Second
 )
 
-// ReadOnlyNow refuses a write to a database whose filesystem is read-only
-// at this moment (a remount since it was opened included), with the line
-// every write on a read-only root gets: for a push, which must be told
-// before git unpacks anything into the root.
-func (db *DB) ReadOnlyNow() error {
-	if db.readOnly || readOnlyFS(db.path) {
+// ReadOnlyNow refuses a write to the database at path when its
+// filesystem is read-only at this moment (a remount since a process
+// opened it included), with the line every write on a read-only root
+// gets: for a push, which must be told before git unpacks anything into
+// the root beside it.
+func ReadOnlyNow(path string) error {
+	if readOnlyFS(path) {
 		return fault.Later(errReadOnly, retryReadOnly, readOnlyMsg)
 	}
 	return nil

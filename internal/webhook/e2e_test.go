@@ -383,6 +383,7 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 	s.verb("ada", "lease release demo "+is.ID)
 	s.verb("ada", "issue close demo "+is.ID)
 	s.verb("ada", "issue reopen demo "+is.ID)
+	s.verb("ada", "issue edit demo "+is.ID+" --title 'Crash on an empty config'")
 
 	// A patch: pushed for review, reviewed, merged by a push to main.
 	home, work := t.TempDir(), t.TempDir()
@@ -396,6 +397,7 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 	git(t, home, work, "add", "b.txt")
 	git(t, home, work, "commit", "-q", "-m", "Handle an empty config", "-m", "Patch: 8b2f6c1e0d9a4b7c3e5f1a2b4c6d8e0f1a3b5c7d")
 	git(t, home, work, "push", repo, "HEAD:refs/for/main")
+	s.verb("ada", "patch edit demo 8b2f6c1e --description 'An empty file is a valid config.'")
 	s.verb("ada", "patch review demo 8b2f6c1e --approve --body lgtm")
 	s.verb("ada", "patch check demo 8b2f6c1e ci/test --state success")
 	s.verb("ada", "branch protect demo main --approvals 0")
