@@ -52,7 +52,7 @@ func TestScripts(t *testing.T) {
 var bothTransports = []string{
 	"fence_push", "fence_submit", "gate_bypass", "gate_footers", "gate_protect",
 	"gate_strategies", "gate_submit", "lease_zombie", "patch_base_move", "push_limits",
-	"contract_ssh_push", "export_ssh",
+	"contract_ssh_push", "export_ssh", "hostile_bidi", "push_bounds",
 }
 
 // TestScriptsHTTP runs bothTransports with git over HTTP through

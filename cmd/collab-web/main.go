@@ -20,6 +20,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/push"
@@ -89,7 +90,8 @@ func serve(c *cli.Context) error {
 	defer closeHookLog()
 	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log,
 		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"), HookBinary: hookBinary(), HookLog: hookLog,
-		Expensive: c.Int("expensive"), SlotWait: c.Duration("slot-wait")})
+		NoBranchOrder: os.Getenv(browse.OrderOffVar) == "off",
+		Expensive:     c.Int("expensive"), SlotWait: c.Duration("slot-wait")})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ type Manifest struct {
 // exist or be empty. afterSnapshot, when not nil, runs once the snapshot
 // is taken and the lock released, before the objects are copied.
 func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now time.Time, out io.Writer, afterSnapshot func() error) (Manifest, error) {
-	if err := startIn(dir, BackupUnfinished, out); err != nil {
+	if err := startIn(dir, BackupUnfinished, "backup", out); err != nil {
 		return Manifest{}, err
 	}
 	m := Manifest{Format: Format, CreatedAt: store.FormatTime(now), SourceRoot: root.Dir}
@@ -299,7 +299,7 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 	if err := dbfile.Check(filepath.Join(dir, "collab.db")); err != nil {
 		return fault.Default(err, "the backup's database cannot be read")
 	}
-	if err := startIn(root.Dir, RestoreUnfinished, out); err != nil {
+	if err := startIn(root.Dir, RestoreUnfinished, "restore", out); err != nil {
 		return err
 	}
 	// A root made by hand beforehand gets the mode a fresh root has.
@@ -361,7 +361,7 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 // the marker unfinished (a killed run's work, which it clears), and
 // writes the marker: a backup or a restore never writes over anything
 // else that is there.
-func startIn(dir, unfinished string, out io.Writer) error {
+func startIn(dir, unfinished, what string, out io.Writer) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -374,7 +374,7 @@ func startIn(dir, unfinished string, out io.Writer) error {
 		if _, err := os.Stat(filepath.Join(dir, unfinished)); err != nil {
 			return fault.New(fault.Usage, "%s is not empty: give a new or empty directory", dir)
 		}
-		fmt.Fprintf(out, "%s: clearing what an unfinished run left in %s\n", strings.TrimSuffix(strings.TrimPrefix(unfinished, "collab-"), ".unfinished"), dir)
+		fmt.Fprintf(out, "%s: clearing what an unfinished run left in %s\n", what, dir)
 		for _, e := range entries {
 			if e.Name() == unfinished {
 				continue // the marker goes last, so a kill meanwhile is still recognised

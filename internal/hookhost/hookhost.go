@@ -128,7 +128,8 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 	}
 	log := h.Log.With("RELAYED", true)
 	run := func(req relay.Request, stdin, stdout, stderr *os.File) int {
-		if !relayed(req.Hook) || (req.Hook == "pre-receive" && p.direct == nil) {
+		// Under the shims pre-receive decides itself (collab-hook-fast).
+		if !relay.Served(req.Hook) || (req.Hook == "pre-receive" && p.direct == nil) {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
 		}
@@ -156,20 +157,6 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 		}
 	}
 	return p, nil
-}
-
-// relayed reports whether hook is a request a push's hooks make: under
-// the shims pre-receive decides itself and tells the prefetch and the
-// moves it found unmerged, and proc-receive and post-receive run here;
-// under the hooks directory all three run here. (A switch, not a map: a
-// map would be a package init in collab-hook, whose start every push
-// pays; TestInitBudget.)
-func relayed(hook string) bool {
-	switch hook {
-	case relay.Prefetch, relay.Unmerged, "pre-receive", "proc-receive", "post-receive":
-		return true
-	}
-	return false
 }
 
 // OpenDirect is what a git-receive-pack that via processes of this

@@ -568,16 +568,9 @@ func (s *Service) EditPatch(ctx context.Context, who Actor, in PatchEdit) (Patch
 				return err
 			}
 		}
-		var add []string
-		for _, n := range in.AddReviewers {
-			p, err := principals.Named(ctx, tx, n)
-			if fault.KindOf(err) == fault.NotFound {
-				return fault.New(fault.NotFound, "reviewer %s: no such user", text.Clip(n))
-			}
-			if err != nil {
-				return err
-			}
-			add = append(add, p.Name)
+		add, err := principals.Reviewers(ctx, tx, in.AddReviewers)
+		if err != nil {
+			return err
 		}
 		added, err := patches.AddReviewers(ctx, tx, t.key, t.id, add, who.Principal, s.now())
 		if err != nil {

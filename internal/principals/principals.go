@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,6 +109,26 @@ func Named(ctx context.Context, q store.Querier, nameOrEmail string) (Principal,
 		return Principal{}, fmt.Errorf("read principal by e-mail: %w", err)
 	}
 	return Get(ctx, q, name)
+}
+
+// Reviewers returns the principal names that reviewer fields name (Named:
+// a name or an e-mail address), each once, in order; a field that names
+// nobody is NotFound, saying which.
+func Reviewers(ctx context.Context, q store.Querier, fields []string) ([]string, error) {
+	names := make([]string, 0, len(fields))
+	for _, f := range fields {
+		p, err := Named(ctx, q, f)
+		if fault.KindOf(err) == fault.NotFound {
+			return nil, fault.New(fault.NotFound, "reviewer %s: no such user", text.Clip(f))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(names, p.Name) {
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
 }
 
 // Get returns the principal called name, or NotFound.

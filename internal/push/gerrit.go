@@ -3,11 +3,9 @@ package push
 import (
 	"context"
 	"encoding/hex"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
@@ -51,22 +49,13 @@ func TrailerIDs(c git.Commit) []string {
 // addRequests records the reviewers (who must exist; named or by e-mail)
 // and hashtags a push names on patch id, inside tx.
 func (e *Env) addRequests(ctx context.Context, tx store.Querier, id string, o Options, now time.Time) error {
-	names := make([]string, 0, len(o.Reviewers))
-	for _, n := range o.Reviewers {
-		p, err := principals.Named(ctx, tx, n)
-		if err != nil {
-			if fault.KindOf(err) == fault.NotFound {
-				return fault.New(fault.NotFound, "reviewer %s: no such user", n)
-			}
-			return err
-		}
-		if !slices.Contains(names, p.Name) {
-			names = append(names, p.Name)
-		}
+	names, err := principals.Reviewers(ctx, tx, o.Reviewers)
+	if err != nil {
+		return err
 	}
 	if _, err := patches.AddReviewers(ctx, tx, e.Repo, id, names, e.Principal, now); err != nil {
 		return err
 	}
-	_, err := patches.AddHashtags(ctx, tx, e.Repo, id, o.Hashtags)
+	_, err = patches.AddHashtags(ctx, tx, e.Repo, id, o.Hashtags)
 	return err
 }

@@ -44,6 +44,19 @@ const Prefetch = "prefetch"
 // them as scanned once git is done (push.Skips).
 const Unmerged = "unmerged"
 
+// Served reports whether hook is a request the process that started git
+// runs for it: the three hooks of a push (collab-hook-fast decides
+// pre-receive itself under the shims and sends Prefetch and Unmerged; the
+// hook script relays it too) and those two requests. A switch, not a
+// map: a map would be a package init in every hook binary.
+func Served(hook string) bool {
+	switch hook {
+	case Prefetch, Unmerged, "pre-receive", "proc-receive", "post-receive":
+		return true
+	}
+	return false
+}
+
 // MaxRequest bounds a request: a hook's environment is a few KiB.
 const MaxRequest = 128 << 10
 

@@ -463,7 +463,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
 	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
 	run := func(req relay.Request, stdin, stdout, stderr *os.File) int {
-		if !relayed[req.Hook] {
+		if !relay.Served(req.Hook) {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
 		}
@@ -628,13 +628,6 @@ func withConfig(argv []string, kv ...string) []string {
 	}
 	return append(out, argv[1:]...)
 }
-
-// relayed are the hooks serve runs for receive-pack. collab-hook-fast
-// does not relay pre-receive: it decides it with serve's hand-off, and
-// hands serve a relay.Prefetch for a push that passed, and a
-// relay.Unmerged for the moves whose post-receive it skipped; the hook
-// script does, and serve then does all that itself (hookrun.Hook.Gate).
-var relayed = map[string]bool{relay.Prefetch: true, relay.Unmerged: true, "pre-receive": true, "proc-receive": true, "post-receive": true}
 
 // gitProgram recognises git's own transport commands, in both spellings.
 func gitProgram(words []string) (string, bool) {

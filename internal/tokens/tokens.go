@@ -22,6 +22,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/ids"
+	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
@@ -53,13 +54,11 @@ const (
 	SettingTTLMax     = "token_ttl_max"
 )
 
-// MaxTTL is the longest TTL there is, as for leases (CONTRACT.md).
-const MaxTTL = 720 * time.Hour
-
-// ParseTTL reads a token TTL: a Go duration from 1s to 720h.
+// ParseTTL reads a token TTL (the --ttl flag, or the setting what): a Go
+// duration within the contract's bounds for every TTL, a lease's too.
 func ParseTTL(what, s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	if err != nil || d < time.Second || d > MaxTTL {
+	if err != nil || d < leases.MinTTL || d > leases.MaxTTL {
 		return 0, fault.New(fault.Usage, "bad %s %q: want a duration from 1s to 720h, e.g. 24h", what, text.Clip(s))
 	}
 	return d, nil

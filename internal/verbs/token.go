@@ -11,15 +11,12 @@ import (
 	"github.com/collab-forge/collab/internal/tokens"
 )
 
-// expiry says when a token expires, after prefix, or that it never does.
-func expiry(at *store.Time, prefix string) string {
+// expiry says when a token expires, or that it never does.
+func expiry(at *store.Time) string {
 	if at == nil {
-		if prefix == "expires " {
-			return "never expires"
-		}
-		return ""
+		return "never expires"
 	}
-	return prefix + at.String()
+	return "expires " + at.String()
 }
 
 // tokenCommand manages the principal's own bearer tokens for the HTTP API
@@ -51,7 +48,7 @@ func tokenCommand(env *Env) *cli.Command {
 					}
 					return env.Print(c, map[string]any{"token": t.Token, "name": t.Name, "created_at": t.CreatedAt, "expires_at": t.ExpiresAt}, func(w io.Writer) {
 						fmt.Fprintf(w, "%s\n", t.Token)
-						fmt.Fprintf(env.Stderr, "token %s made%s; the secret above is shown only once. Use it as 'Authorization: Bearer TOKEN' or sign in at %s/login\n", t.Name, expiry(t.ExpiresAt, ", expires "), env.URL)
+						fmt.Fprintf(env.Stderr, "token %s made (%s); the secret above is shown only once. Use it as 'Authorization: Bearer TOKEN' or sign in at %s/login\n", t.Name, expiry(t.ExpiresAt), env.URL)
 					})
 				},
 			},
@@ -73,7 +70,7 @@ func tokenCommand(env *Env) *cli.Command {
 							if t.LastUsedAt != nil {
 								used = "last used " + t.LastUsedAt.String()
 							}
-							fmt.Fprintf(w, "%s\tcreated %s\t%s\t%s\n", t.Name, t.CreatedAt, used, expiry(t.ExpiresAt, "expires "))
+							fmt.Fprintf(w, "%s\tcreated %s\t%s\t%s\n", t.Name, t.CreatedAt, used, expiry(t.ExpiresAt))
 						}
 					})
 				},

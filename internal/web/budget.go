@@ -104,7 +104,9 @@ func (s *Server) overBudget(w http.ResponseWriter, r *http.Request) bool {
 // not begun its answer when the deadline passes is answered 503 at once
 // and its later writes are dropped (its slot stays taken until it
 // returns: it still costs). One that has begun is waited for: its git
-// is being killed.
+// is being killed. (http.TimeoutHandler does the rest of this, but holds
+// a whole answer in memory until its handler returns, and a raw blob may
+// be 64 MiB.)
 func (s *Server) within(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	g := &guarded{w: w, h: w.Header().Clone()}
 	done := make(chan any, 1)

@@ -81,16 +81,14 @@ func (s *Server) cloneURLs(ctx context.Context, key string, public bool) (sshURL
 	if u, err := url.Parse(s.cfg.URL); err == nil {
 		host = u.Hostname()
 	}
+	sshURL = forge.CloneURL(setting, name)
 	switch u, err := url.Parse(setting); {
 	case setting == "":
 		sshURL = "git@" + host + ":" + name
 	case err == nil && u.Scheme == "ssh" && u.Host != "":
-		sshURL = strings.TrimSuffix(setting, "/") + "/" + name
 		host = u.Hostname()
 	default:
-		dest := strings.TrimSuffix(setting, ":")
-		sshURL = dest + ":" + name
-		if _, h, ok := strings.Cut(dest, "@"); ok {
+		if _, h, ok := strings.Cut(strings.TrimSuffix(setting, ":"), "@"); ok {
 			host = h
 		}
 	}
@@ -290,7 +288,7 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := map[string]any{
 		"Title": reponame.Display(key), "Repo": key, "Tab": "code", "Info": rp,
-		"SSHURL": sshURL, "GitURL": gitURL, "HTTPURL": s.cfg.URL + "/" + reponame.Display(key) + ".git", "Secure": s.secure,
+		"SSHURL": sshURL, "GitURL": gitURL, "HTTPURL": forge.HTTPCloneURL(s.cfg.URL, reponame.Display(key)+".git"), "Secure": s.secure,
 		"OpenIssues": openIssues, "OpenPatches": openPatches,
 		"BranchCount": total, "BranchesURL": pagePath(key, "branches"),
 	}

@@ -90,6 +90,9 @@ type Config struct {
 	// HookLog is where the hooks of pushes over HTTP log (journal.Open:
 	// where they log over SSH too); nil: Log.
 	HookLog *slog.Logger
+	// NoBranchOrder turns off remembering the branch order of a
+	// repository with many (browse.Orders; browse.OrderOffVar).
+	NoBranchOrder bool
 	// CacheBytes bounds each in-memory cache of rendered text (Markdown,
 	// highlighted files); 0 means 16 MiB.
 	CacheBytes int64
@@ -171,7 +174,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, secure: strings.HasPrefix(cfg.URL, "https://"),
 		ops:   &ops.Service{DB: cfg.DB, Root: cfg.Root, Now: cfg.Now, Log: cfg.Log, URL: cfg.URL, BranchRules: cfg.BranchRules},
-		slots: newSlots(cfg.Expensive), orders: &browse.Orders{Now: cfg.Now}, gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
+		slots: newSlots(cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
+	if !cfg.NoBranchOrder {
+		s.orders = &browse.Orders{Now: cfg.Now}
+	}
 	hookLog := cfg.HookLog
 	if hookLog == nil {
 		hookLog = cfg.Log
