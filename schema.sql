@@ -458,3 +458,15 @@ ALTER TABLE patches ADD COLUMN merged_content TEXT CHECK (merged_content IN ('sa
 -- token_ttl_max): NULL never expires. An expired token is answered like a
 -- revoked one; a web session made from it ends when it does.
 ALTER TABLE tokens ADD COLUMN expires_at TEXT;
+
+-- migrate 12
+-- Stacks (CONTRACT.md "Pushing"): a revision made from a commit whose
+-- parent commit is another patch's revision in the same push records that
+-- patch as its parent; a patch's parents and children are those of its
+-- latest revision. '' is no parent.
+ALTER TABLE revisions ADD COLUMN parent_patch TEXT NOT NULL DEFAULT '';
+CREATE INDEX revisions_by_parent ON revisions(repo, parent_patch) WHERE parent_patch != '';
+-- merge.commit is the commit that brought the patch onto the branch (what
+-- patch submit prints); merged_tip is what the push or submit moved the
+-- branch to (a submit's merge commit), NULL where unknown.
+ALTER TABLE patches ADD COLUMN merged_tip TEXT;

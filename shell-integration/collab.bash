@@ -44,7 +44,7 @@ _collab_words() {
 	"patch edit") echo "--title --description --json" ;;
 	"patch ready" | "patch wip") echo "--json" ;;
 	"patch reviewers") echo "--add --remove --json" ;;
-	"patch submit") echo "--strategy --lease-token --json" ;;
+	"patch submit") echo "--strategy --chain --lease-token --json" ;;
 	"patch check") echo "--state --revision --url --summary --json" ;;
 	"branch protect") echo "--approvals --check --strategy --direct-push --json" ;;
 	"branch unprotect" | "branch list") echo "--json" ;;
@@ -54,7 +54,7 @@ _collab_words() {
 	"webhook list" | "webhook remove") echo "--json" ;;
 	"hooks commit-msg") echo "--json" ;;
 	"repo list" | "whoami ") echo "--json" ;;
-	"gerrit query") echo "--format=JSON --current-patch-set --patch-sets project: status:open change:" ;;
+	"gerrit query") echo "--format=JSON --current-patch-set --patch-sets --dependencies project: status:open change:" ;;
 	esac
 }
 

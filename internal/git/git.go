@@ -505,6 +505,11 @@ type Pushed struct {
 	// New are the commits the tip brings that the branch lacks (TIP ^BRANCH),
 	// newest first; empty when the tip is already on the branch.
 	New map[string]bool
+	// Commits are the new commits by object id, with their parents and
+	// trailers; only those that carry an identity trailer (Patch: or
+	// Change-Id:) and the tip keep their message: a stack's patches are
+	// made from them.
+	Commits map[string]Commit
 	// Boundary are the excluded parents of New: the branch commits the new
 	// ones were made on. Exactly one is the merge base; more (a topic that
 	// merged the branch in) leave the choice to MergeBase.
@@ -535,6 +540,7 @@ func (r Repo) PushedRange(ctx context.Context, tip, branchRef string, limit int)
 		return Pushed{}, false, fmt.Errorf("git log: %w", err)
 	}
 	p.New = map[string]bool{}
+	p.Commits = map[string]Commit{}
 	errStop := errors.New("limit")
 	perr := parseMarked(stdout, func(mark byte, c Commit) error {
 		if mark == '-' {
@@ -549,7 +555,10 @@ func (r Repo) PushedRange(ctx context.Context, tip, branchRef string, limit int)
 			return errStop
 		}
 		p.New[c.OID] = true
-		c.Message = nil
+		if len(c.Patch) == 0 && len(c.ChangeID) == 0 && c.OID != tip {
+			c.Message = nil
+		}
+		p.Commits[c.OID] = c
 		return nil
 	})
 	if errors.Is(perr, errStop) {

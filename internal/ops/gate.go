@@ -271,6 +271,9 @@ type Submit struct {
 	// LeaseToken fences the submit as a review's token does: "N" when the
 	// patch links exactly one issue, else "ISSUE:N"; "" for none.
 	LeaseToken string
+	// Chain submits the patch's open ancestors in its stack with it,
+	// bottom up, in one move of the branch (patch submit --chain).
+	Chain bool
 }
 
 // Submitted is a submit's outcome: the merged patch and what the branch
@@ -329,7 +332,7 @@ func (s *Service) Submit(ctx context.Context, who Actor, in Submit) (Submitted, 
 	if err := s.write(ctx, who, func(store.Tx) error { return nil }); err != nil {
 		return Submitted{}, err
 	}
-	res, err := s.gate().SubmitFenced(ctx, t.key, t.id, in.Strategy, who.Principal, tokens)
+	res, err := s.gate().SubmitFenced(ctx, t.key, t.id, in.Strategy, who.Principal, tokens, in.Chain)
 	if err != nil {
 		return Submitted{}, err
 	}

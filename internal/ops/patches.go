@@ -153,7 +153,10 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 			return err
 		}
 		out = review.Shown{Listed: s.view(p), Timeline: tl}
-		return nil
+		if len(p.Parents) > 0 || len(p.Children) > 0 {
+			out.Below, out.Above, err = patches.Chain(ctx, tx, t.key, t.id)
+		}
+		return err
 	})
 	if err != nil {
 		return review.Shown{}, err

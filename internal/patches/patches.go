@@ -39,6 +39,9 @@ type Revision struct {
 	CreatedAt  store.Time `json:"created_at"`
 	// Message is what the push that made it said (Gerrit's m=), if anything.
 	Message string `json:"message,omitempty"`
+	// Parent is the patch whose revision is this one's parent commit, when
+	// both came in one push of a stack.
+	Parent string `json:"parent,omitempty"`
 }
 
 // Merge records where and by whom a patch was merged, and how: Strategy
@@ -46,8 +49,12 @@ type Revision struct {
 // merge scan found the patch on a pushed branch; Submitted is true when
 // the forge made the merge (patch submit).
 type Merge struct {
-	Branch    string     `json:"branch"`
+	Branch string `json:"branch"`
+	// Commit is the commit that brought the patch onto Branch (its own, a
+	// rebased or squashed copy, or one naming it), BranchTip what the push
+	// or submit moved Branch to (a submit's merge commit), where known.
 	Commit    string     `json:"commit"`
+	BranchTip string     `json:"branch_tip,omitempty"`
 	By        string     `json:"by"`
 	At        store.Time `json:"at"`
 	Strategy  string     `json:"strategy"`
@@ -105,6 +112,9 @@ type Patch struct {
 	// (requests.go), both sorted.
 	Reviewers []string `json:"reviewers"`
 	Hashtags  []string `json:"hashtags"`
+	// Parents and Children are its neighbours in a stack (chain.go).
+	Parents  []Related `json:"parents"`
+	Children []Related `json:"children"`
 
 	seq int64
 }
@@ -134,24 +144,24 @@ func ResolveStripped(ctx context.Context, q store.Querier, repo, prefix string) 
 
 const patchCols = `seq, id, repo, title, description, topic, draft, state, author, base,
 	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at,
-	COALESCE(merged_strategy, 'push'), merged_submitted, COALESCE(merged_content, 'same')`
+	COALESCE(merged_strategy, 'push'), merged_submitted, COALESCE(merged_content, 'same'), COALESCE(merged_tip, '')`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanPatch(s scanner) (Patch, error) {
 	var p Patch
 	var mb, mc, mby, mat sql.NullString
-	var strategy, content string
+	var strategy, content, tip string
 	var submitted bool
 	// The typed fields scan as the strings they are, on database/sql's
 	// fast path for *string; the forge wrote these columns itself.
 	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, (*string)(&p.State),
-		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted, &content)
+		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted, &content, &tip)
 	if err != nil {
 		return Patch{}, err
 	}
 	if mc.Valid {
-		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, By: mby.String, Strategy: strategy, Submitted: submitted, Content: content}
+		p.Merge = &Merge{Branch: mb.String, Commit: mc.String, BranchTip: tip, By: mby.String, Strategy: strategy, Submitted: submitted, Content: content}
 		at, err := store.NullTime(mat)
 		if err != nil {
 			return Patch{}, err
@@ -164,6 +174,7 @@ func scanPatch(s scanner) (Patch, error) {
 	p.Reviews = []Review{}
 	p.Issues = []string{}
 	p.Reviewers, p.Hashtags = []string{}, []string{}
+	p.Parents, p.Children = []Related{}, []Related{}
 	return p, nil
 }
 
@@ -200,6 +211,9 @@ func Get(ctx context.Context, q store.Querier, repo, id string) (Patch, error) {
 		return Patch{}, err
 	}
 	if err := fillRequests(ctx, q, repo, []*Patch{&p}); err != nil {
+		return Patch{}, err
+	}
+	if err := fillRelations(ctx, q, &p); err != nil {
 		return Patch{}, err
 	}
 	return p, nil
@@ -281,11 +295,11 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	}
 	inPage := "WHERE repo = ? AND patch_id IN (SELECT id " + page + ")"
 	pageArgs := append([]any{repo}, args...)
-	err = store.Each(ctx, q, "SELECT patch_id, number, commit_oid, base_commit, pusher, created_at, message FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
+	err = store.Each(ctx, q, "SELECT patch_id, "+revisionCols+" FROM revisions "+inPage+" ORDER BY patch_id, number", pageArgs,
 		func(rows *sql.Rows) error {
 			var id string
 			var r Revision
-			if err := rows.Scan(&id, &r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message); err != nil {
+			if err := rows.Scan(&id, &r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message, &r.Parent); err != nil {
 				return err
 			}
 			if p := byID[id]; p != nil {
@@ -332,15 +346,20 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	if err := fillRequests(ctx, q, repo, page2); err != nil {
 		return nil, fmt.Errorf("list patches: %w", err)
 	}
+	for _, p := range page2 {
+		if err := fillRelations(ctx, q, p); err != nil {
+			return nil, fmt.Errorf("list patches: %w", err)
+		}
+	}
 	return out, nil
 }
 
 // revisionCols are the columns scanRevision reads, in its order.
-const revisionCols = "number, commit_oid, base_commit, pusher, created_at, message"
+const revisionCols = "number, commit_oid, base_commit, pusher, created_at, message, parent_patch"
 
 func scanRevision(rows *sql.Rows) (Revision, error) {
 	var r Revision
-	err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message)
+	err := rows.Scan(&r.Number, &r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message, &r.Parent)
 	return r, err
 }
 

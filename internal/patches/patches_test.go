@@ -194,7 +194,7 @@ func TestAddRevisionOfAgrees(t *testing.T) {
 						if rerr != nil {
 							return rerr
 						}
-						r, added, err = AddRevisionOf(ctx, tx, "demo.git", id, revs, commit, "b", "ada", "", now)
+						r, added, err = AddRevisionOf(ctx, tx, "demo.git", id, revs, Revision{Commit: commit, BaseCommit: "b", Pusher: "ada"}, now)
 					} else {
 						r, added, err = AddRevision(ctx, tx, "demo.git", id, commit, "b", "ada", now)
 					}

@@ -97,17 +97,17 @@ func AddRevision(ctx context.Context, tx store.Querier, repo, id, commit, baseCo
 	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(number), 0) FROM revisions WHERE repo = ? AND patch_id = ?", repo, id).Scan(&n); err != nil {
 		return Revision{}, false, fmt.Errorf("number revision of %s: %w", id, err)
 	}
-	r, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, "", now)
+	r, err = insertRevision(ctx, tx, repo, id, n+1, Revision{Commit: commit, BaseCommit: baseCommit, Pusher: pusher}, now)
 	return r, err == nil, err
 }
 
 // AddRevisionOf is AddRevision for a caller that has just read the patch's
-// revisions (Revisions or RevisionsFor, in tx): the commit's revision
-// among revs, else a new one numbered after the last of them, without
-// reading them again. A
-// new one carries message (Gerrit's m=; "" for none), in its row and in
-// its revision.pushed; an existing one is returned as it is.
-func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher, message string, now time.Time) (rev Revision, added bool, err error) {
+// revisions (Revisions or RevisionsFor, in tx): the revision of r.Commit
+// among revs, else r as a new one numbered after the last of them, without
+// reading them again. A new one carries r's message (Gerrit's m=) and
+// parent patch, in its row and in its revision.pushed; an existing one is
+// returned as it is.
+func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, r Revision, now time.Time) (rev Revision, added bool, err error) {
 	n := 0
 	for _, r := range revs {
 		n = max(n, r.Number)
@@ -115,11 +115,11 @@ func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs 
 	// The last revision of the commit: a base move (NewRevisionOf) may
 	// have made it more than one.
 	for i := len(revs) - 1; i >= 0; i-- {
-		if revs[i].Commit == commit {
+		if revs[i].Commit == r.Commit {
 			return revs[i], false, nil
 		}
 	}
-	rev, err = insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, message, now)
+	rev, err = insertRevision(ctx, tx, repo, id, n+1, r, now)
 	return rev, err == nil, err
 }
 
@@ -128,20 +128,21 @@ func AddRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs 
 // of the patch to another base makes a new revision there, so that the
 // votes given on the old base, which belong to its revisions, no longer
 // count.
-func NewRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, commit, baseCommit, pusher, message string, now time.Time) (Revision, error) {
+func NewRevisionOf(ctx context.Context, tx store.Querier, repo, id string, revs []Revision, r Revision, now time.Time) (Revision, error) {
 	n := 0
 	for _, r := range revs {
 		n = max(n, r.Number)
 	}
-	return insertRevision(ctx, tx, repo, id, n+1, commit, baseCommit, pusher, message, now)
+	return insertRevision(ctx, tx, repo, id, n+1, r, now)
 }
 
-// insertRevision records revision number of patch id, touches the patch
-// and emits revision.pushed, inside tx.
-func insertRevision(ctx context.Context, tx store.Querier, repo, id string, number int, commit, baseCommit, pusher, message string, now time.Time) (Revision, error) {
-	r := Revision{Number: number, Commit: commit, BaseCommit: baseCommit, Pusher: pusher, CreatedAt: store.At(now), Message: message}
-	_, err := tx.ExecContext(ctx, `INSERT INTO revisions(repo, patch_id, number, commit_oid, base_commit, pusher, created_at, message)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, repo, id, r.Number, r.Commit, r.BaseCommit, r.Pusher, r.CreatedAt, r.Message)
+// insertRevision records r (its commit, base, pusher, message and parent)
+// as revision number of patch id, touches the patch and emits
+// revision.pushed, inside tx.
+func insertRevision(ctx context.Context, tx store.Querier, repo, id string, number int, r Revision, now time.Time) (Revision, error) {
+	r.Number, r.CreatedAt = number, store.At(now)
+	_, err := tx.ExecContext(ctx, `INSERT INTO revisions(repo, patch_id, number, commit_oid, base_commit, pusher, created_at, message, parent_patch)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, repo, id, r.Number, r.Commit, r.BaseCommit, r.Pusher, r.CreatedAt, r.Message, r.Parent)
 	if err != nil {
 		return Revision{}, fmt.Errorf("record revision %d of %s: %w", r.Number, id, err)
 	}
@@ -149,7 +150,7 @@ func insertRevision(ctx context.Context, tx store.Querier, repo, id string, numb
 		return Revision{}, fmt.Errorf("touch patch %s: %w", id, err)
 	}
 	data := map[string]any{"patch_id": id, "revision": r}
-	if _, err := events.Emit(ctx, tx, events.RevisionPushed, repo, pusher, now, data); err != nil {
+	if _, err := events.Emit(ctx, tx, events.RevisionPushed, repo, r.Pusher, now, data); err != nil {
 		return Revision{}, err
 	}
 	return r, nil
@@ -231,8 +232,8 @@ func recordMerge(ctx context.Context, tx store.Querier, repo, patchID string, m 
 		m.Content = ContentSame
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE patches SET state = 'merged', merged_branch = ?, merged_commit = ?, merged_by = ?, merged_at = ?,
-		merged_strategy = ?, merged_submitted = ?, merged_content = ?, updated_at = ?
-		WHERE repo = ? AND id = ? AND state = 'open'`, m.Branch, m.Commit, m.By, at, m.Strategy, m.Submitted, m.Content, at, repo, patchID)
+		merged_strategy = ?, merged_submitted = ?, merged_content = ?, merged_tip = NULLIF(?, ''), updated_at = ?
+		WHERE repo = ? AND id = ? AND state = 'open'`, m.Branch, m.Commit, m.By, at, m.Strategy, m.Submitted, m.Content, m.BranchTip, at, repo, patchID)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("record merge of %s: %w", patchID, err)
 	}

@@ -265,7 +265,7 @@ func (s Segment) revs() []string {
 func (e *Env) scanSegments(ctx context.Context, branch string, segs []Segment, from string, budget int) ([]Merged, error) {
 	var out []Merged
 	for i, s := range segs {
-		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By, Strategy: s.Strategy, Submitted: s.Submitted, targets: s.targets}
+		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By, Strategy: s.Strategy, Submitted: s.Submitted, NewTip: s.New, targets: s.targets}
 		if i == len(segs)-1 {
 			r.From, r.Done = from, s.New
 		}
@@ -417,6 +417,9 @@ type ScanRange struct {
 	// submit's); "" is patches.ByPush.
 	Strategy  string
 	Submitted bool
+	// NewTip is what the branch moved to, recorded with each merge ("":
+	// unknown, as in a full scan).
+	NewTip string
 	// targets: see Segment.
 	targets *targets
 }
@@ -588,7 +591,7 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 				return err
 			}
 			done, err := patches.RecordMergeFenced(ctx, tx, e.Repo, id,
-				patches.Merge{Branch: r.Branch, Commit: m.commit, By: r.By, Strategy: r.Strategy, Submitted: r.Submitted, Content: rec.Content}, comp, now)
+				patches.Merge{Branch: r.Branch, Commit: m.commit, BranchTip: r.NewTip, By: r.By, Strategy: r.Strategy, Submitted: r.Submitted, Content: rec.Content}, comp, now)
 			if err != nil {
 				return err
 			}

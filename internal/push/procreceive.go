@@ -129,7 +129,7 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 	start := time.Now()
 	log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", c.Ref, "OLD_OID", c.Old, "NEW_OID", c.New)
 	taken := e.prefetched
-	res, tip, err := e.revise(ctx, c, opts)
+	stack, tip, err := e.revise(ctx, c, opts)
 	if e.prefetched > taken {
 		log = log.With("READ", "prefetched")
 	}
@@ -147,16 +147,23 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 		e.say("collab: %s", fe.Msg)
 		return report{ref: c.Ref, ng: fe.Msg}
 	}
-	outcome := "revision"
-	if !res.added {
-		outcome = "unchanged"
+	for _, r := range stack {
+		outcome := "revision"
+		if !r.added {
+			outcome = "unchanged"
+		}
+		l := log.With("PATCH", r.patch.ID)
+		if len(r.issues) > 0 {
+			l = l.With("ISSUE", strings.Join(r.issues, ","))
+		}
+		l.Info("proc-receive", "OUTCOME", outcome, "revision", r.rev.Number, "DURATION_MS", ms(start))
+		e.tell(r, base)
 	}
-	log = log.With("PATCH", res.patch.ID)
-	if len(res.issues) > 0 {
-		log = log.With("ISSUE", strings.Join(res.issues, ","))
+	res := stack[len(stack)-1]
+	if len(tip.Patch) == 0 && len(tip.ChangeID) == 0 {
+		e.say("this commit has no Patch: trailer; to revise this patch by amending, install the hook and record the id:")
+		e.say("%s", HookHint(e.sshCommand(ctx, base), res.patch.ID))
 	}
-	log.Info("proc-receive", "OUTCOME", outcome, "revision", res.rev.Number, "DURATION_MS", ms(start))
-	e.tell(ctx, res, tip, base)
 	rep := report{ref: c.Ref, refname: collabref.HeadRef(res.patch.ID), old: res.oldHead, new: c.New}
 	if !res.added {
 		rep.refname = collabref.RevRef(res.patch.ID, c.New)
@@ -192,10 +199,9 @@ func (e *Env) forced(ctx context.Context, res received, tip git.Commit) bool {
 	return err == nil && !ff
 }
 
-// tell prints the pusher's lines: the patch, its revision and URL, the
-// range-diff against the previous revision, and the hook hint for a
-// commit without a Patch: trailer.
-func (e *Env) tell(ctx context.Context, res received, tip git.Commit, base string) {
+// tell prints the pusher's lines for one patch: its revision and URL,
+// and the range-diff against the previous revision.
+func (e *Env) tell(res received, base string) {
 	id := res.patch.ID
 	line := fmt.Sprintf("patch %s revision %d", id, res.rev.Number)
 	if u := e.patchURL(base, id); u != "" {
@@ -209,10 +215,6 @@ func (e *Env) tell(ctx context.Context, res received, tip git.Commit, base strin
 		e.say("compare with revision %d (another clone fetches the revisions first):", res.prev.Number)
 		e.say("%s", collabref.FetchLine(id))
 		e.say("git range-diff %s..%s %s..%s", res.prev.BaseCommit, res.prev.Commit, res.rev.BaseCommit, res.rev.Commit)
-	}
-	if len(tip.Patch) == 0 && len(tip.ChangeID) == 0 {
-		e.say("this commit has no Patch: trailer; to revise this patch by amending, install the hook and record the id:")
-		e.say("%s", HookHint(e.sshCommand(ctx, base), id))
 	}
 }
 
@@ -230,17 +232,18 @@ func (e *Env) sshCommand(ctx context.Context, base string) string {
 	return forge.SSHCommand(settings[forge.SettingSSH], base)
 }
 
-// revise records one refs/for/BASE command: it finds or makes the patch,
-// links issues (fenced by leases), adds the revision and moves the refs,
-// all in one transaction.
-func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git.Commit, error) {
-	var res received
+// revise records one refs/for/BASE command: it finds or makes the patch of
+// each commit of the stack that carries its own identity trailer (see
+// stackOf), links issues (fenced by leases), adds the revisions and moves
+// the refs, all in one transaction. The results come bottom first; the
+// last is the pushed tip's.
+func (e *Env) revise(ctx context.Context, c Update, opts Options) ([]received, git.Commit, error) {
 	if c.New == git.ZeroOID {
-		return res, git.Commit{}, fault.New(fault.Usage, "cannot delete %s", c.Ref)
+		return nil, git.Commit{}, fault.New(fault.Usage, "cannot delete %s", c.Ref)
 	}
 	branch, err := pushcheck.BaseOf(c.Ref)
 	if err != nil {
-		return res, git.Commit{}, err
+		return nil, git.Commit{}, err
 	}
 	// The update-ref that writes the refs at the end starts now, so that
 	// its start overlaps the walk and the transaction instead of following
@@ -249,49 +252,27 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	// out before then, a refusal included, aborts it with nothing written.
 	refs, err := e.Git.StartRefUpdate(ctx)
 	if err != nil {
-		return res, git.Commit{}, fault.Wrap(err, "cannot start git update-ref")
+		return nil, git.Commit{}, fault.Wrap(err, "cannot start git update-ref")
 	}
 	defer refs.Abort()
-	// One git process reads the tip, what it brings and its merge base
-	// with the branch, unless the walk is long or the topic merged the
-	// branch in (several boundary commits): then git merge-base decides.
-	pushed, ok, err := e.pushedRange(ctx, c.New, branch)
-	if err != nil {
-		return res, git.Commit{}, fault.Wrap(err, "cannot read the pushed commit and its target branch")
-	}
-	if !ok {
-		return res, git.Commit{}, fault.New(fault.NotFound, "unknown base branch %s: push to refs/for/ an existing branch", branch)
-	}
+	pushed, mb, err := e.readPushed(ctx, c.New, branch)
 	tip := pushed.Tip
+	if err != nil {
+		return nil, tip, err
+	}
 	lim, err := e.limits(ctx)
 	if err != nil {
-		return res, tip, err
+		return nil, tip, err
 	}
-	if err := CheckTip(tip, lim.MessageBytes); err != nil {
-		return res, tip, err
+	segs, err := stackOf(pushed, mb)
+	if err != nil {
+		return nil, tip, err
 	}
-	var mb string
-	switch {
-	case pushed.Truncated || len(pushed.Boundary) > 1:
-		if mb, ok, err = e.Git.MergeBaseRef(ctx, c.New, HeadsPrefix+branch); err != nil {
-			return res, tip, fault.Wrap(err, "cannot find the merge base")
-		}
-	case len(pushed.New) == 0:
-		mb, ok = c.New, true
-	default:
-		mb, ok = "", len(pushed.Boundary) == 1
-		if ok {
-			mb = pushed.Boundary[0]
+	for _, s := range segs {
+		if err := CheckTip(s.top, lim.MessageBytes); err != nil {
+			return nil, tip, err
 		}
 	}
-	if !ok {
-		return res, tip, fault.New(fault.Usage, "commit %s shares no history with %s", c.New[:12], branch)
-	}
-	if mb == c.New {
-		return res, tip, fault.New(fault.Usage, "no new changes: commit %s is already on %s", c.New[:12], branch)
-	}
-	res.pushed = pushed
-	msg := string(tip.Message)
 	now := e.Now()
 	// The refs lock orders this push's ref update after any other's that
 	// committed earlier. The revision's row commits first and its refs are
@@ -301,10 +282,11 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 	// quarantine when proc-receive runs. Never a ref without its row.
 	unlock, err := LockRefs(ctx, e.Git.Dir)
 	if err != nil {
-		return res, tip, fault.Wrap(err, "cannot lock the patch refs")
+		return nil, tip, fault.Wrap(err, "cannot lock the patch refs")
 	}
 	defer unlock()
-	var all []Revision
+	var out []received
+	var updates []git.RefUpdate
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
 		// A revision is a write the pusher makes: it counts against the
 		// pusher's rate limit, in its own transaction.
@@ -313,150 +295,309 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) (received, git
 				return err
 			}
 		}
-		res = received{pushed: pushed}
-		var id string
-		var err error
-		touchOnly := false
-		switch {
-		case len(tip.Patch) == 1:
-			id = tip.Patch[0]
-		case len(tip.ChangeID) == 1:
-			// CheckTip made sure it is well-formed.
-			id, _ = ChangeID(tip.ChangeID[0])
-		case opts.Patch != "":
-			if id, err = patches.Resolve(ctx, tx, e.Repo, opts.Patch); err != nil {
-				return err
-			}
-		default:
-			// The same trailer-less commit again names the patch it already
-			// belongs to, so that re-pushing it is a no-op.
-			known, err := patches.ByCommit(ctx, tx, e.Repo, c.New)
+		out, updates = out[:0], updates[:0]
+		parent, added := "", false
+		named := map[string]string{}
+		for _, s := range segs {
+			res, all, err := e.pin(ctx, tx, s, branch, parent, opts, now)
 			if err != nil {
 				return err
 			}
-			if len(known) > 0 {
-				id = known[0]
-			} else {
-				id = ids.New()
+			if other, dup := named[res.patch.ID]; dup {
+				return fault.New(fault.Usage, "commits %s and %s both name patch %s; give each commit its own Patch: trailer (remove one and let the commit-msg hook make a new id)",
+					other[:12], s.top.OID[:12], res.patch.ID)
 			}
+			named[res.patch.ID] = s.top.OID
+			res.pushed = pushed
+			out = append(out, res)
+			updates = append(updates, pushRefs(res.patch.ID, res.rev, all)...)
+			parent, added = res.patch.ID, added || res.added
 		}
-		p, exists, err := patches.Lookup(ctx, tx, e.Repo, id)
-		if err != nil {
-			return err
-		}
-		if exists {
-			switch p.State {
-			case patches.Merged:
-				return fault.New(fault.Conflict, "patch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", id)
-			case patches.Closed:
-				return fault.New(fault.Conflict, "patch %s is closed; reopen it with 'patch reopen' first", id)
-			}
-			u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
-			if p.Base != branch {
-				// Votes belong to the base they were cast for: moving a
-				// patch is said out loud, and starts its votes again.
-				if !opts.BaseMove {
-					return fault.New(fault.Conflict, "patch %s targets %s, not %s: push it to refs/for/%s, or add -o base=move to move it to %s as a new revision (its approvals and checks start from zero); to backport it, push a commit without its Patch: trailer", id, p.Base, branch, p.Base, branch)
-				}
-				u.Base = &branch
-				p.Base = branch
-				res.retargeted = true
-			}
-			// An edit of nothing only touches updated_at, which a new
-			// revision touches as well: it waits for AddRevisionOf's answer.
-			if touchOnly = u == (patches.Update{}); !touchOnly {
-				if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
-					return err
-				}
-			}
-		} else {
-			n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
-			if opts.Title != nil {
-				n.Title = *opts.Title
-			}
-			if opts.Description != nil {
-				n.Description = *opts.Description
-			}
-			if opts.Topic != nil {
-				n.Topic = *opts.Topic
-			}
-			if opts.Draft != nil {
-				n.Draft = *opts.Draft
-			}
-			if n.Title == "" {
-				n.Title = "(no subject)"
-			}
-			if p, err = patches.Create(ctx, tx, n, now); err != nil {
-				return err
-			}
-			res.created = true
-		}
-		res.patch = p
-		named, err := e.linkIssues(ctx, tx, id, append(append([]string{}, opts.Fixes...), tip.Fixes...), opts.Leases, now)
-		if err != nil {
-			return err
-		}
-		res.issues = named
-		if err := e.addRequests(ctx, tx, id, opts, now); err != nil {
-			return err
-		}
-		revs, err := patches.RevisionsFor(ctx, tx, e.Repo, id, c.New)
-		if err != nil {
-			return err
-		}
-		res.oldHead = git.ZeroOID
-		if len(revs) > 0 {
-			res.oldHead = revs[len(revs)-1].Commit
-		}
-		msg := ""
-		if opts.Message != nil {
-			msg = *opts.Message
-		}
-		var rev Revision
-		added := true
-		if res.retargeted {
-			rev, err = patches.NewRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, msg, now)
-		} else {
-			rev, added, err = patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, c.New, mb, e.Principal, msg, now)
-		}
-		if err != nil {
-			return err
-		}
-		if touchOnly && !added {
-			if err := patches.Edit(ctx, tx, e.Repo, id, patches.Update{}, now); err != nil {
-				return err
-			}
-		}
-		// A new revision carries the message from its insert (and its
-		// revision.pushed); a push of a commit already pinned sets it.
-		if opts.Message != nil && !added {
-			if err := patches.SetRevisionMessage(ctx, tx, e.Repo, id, rev.Number, *opts.Message); err != nil {
-				return err
-			}
-			rev.Message = *opts.Message
-		}
-		res.rev, res.added = rev, added
-		all = revs
 		if !added {
-			res.oldHead = c.New
 			return nil
-		}
-		all = append(revs, rev)
-		if len(revs) > 0 {
-			prev := revs[len(revs)-1]
-			res.prev = &prev
 		}
 		// From now on the merge scan of this branch has a starting point
 		// (see BranchScans): a post-receive killed later is made up.
 		return startScans(ctx, tx, e.Repo, branch, mb, now)
 	})
 	if err != nil {
-		return res, tip, err
+		return nil, tip, err
 	}
-	if err := refs.Commit(pushRefs(res.patch.ID, res.rev, all)); err != nil {
-		return res, tip, fault.Wrap(err, fmt.Sprintf("revision %d of patch %s is recorded but its refs could not be written; push again to finish", res.rev.Number, res.patch.ID))
+	if err := refs.Commit(updates); err != nil {
+		last := out[len(out)-1]
+		return nil, tip, fault.Wrap(err, fmt.Sprintf("revision %d of patch %s is recorded but its refs could not be written; push again to finish", last.rev.Number, last.patch.ID))
 	}
-	return res, tip, nil
+	return out, tip, nil
+}
+
+// readPushed reads the pushed tip, what it brings to branch and their merge
+// base, refusing a push that brings nothing or shares no history. One git
+// process does it, unless the walk is long or the topic merged the branch
+// in (several boundary commits): then git merge-base decides.
+func (e *Env) readPushed(ctx context.Context, tip, branch string) (git.Pushed, string, error) {
+	pushed, ok, err := e.pushedRange(ctx, tip, branch)
+	if err != nil {
+		return pushed, "", fault.Wrap(err, "cannot read the pushed commit and its target branch")
+	}
+	if !ok {
+		return pushed, "", fault.New(fault.NotFound, "unknown base branch %s: push to refs/for/ an existing branch", branch)
+	}
+	var mb string
+	switch {
+	case pushed.Truncated || len(pushed.Boundary) > 1:
+		if mb, ok, err = e.Git.MergeBaseRef(ctx, tip, HeadsPrefix+branch); err != nil {
+			return pushed, "", fault.Wrap(err, "cannot find the merge base")
+		}
+	case len(pushed.New) == 0:
+		mb, ok = tip, true
+	default:
+		mb, ok = "", len(pushed.Boundary) == 1
+		if ok {
+			mb = pushed.Boundary[0]
+		}
+	}
+	if !ok {
+		return pushed, "", fault.New(fault.Usage, "commit %s shares no history with %s", tip[:12], branch)
+	}
+	if mb == tip {
+		return pushed, "", fault.New(fault.Usage, "no new changes: commit %s is already on %s", tip[:12], branch)
+	}
+	return pushed, mb, nil
+}
+
+// segment is one patch's part of a pushed stack: its revision pins top,
+// with base as its base commit.
+type segment struct {
+	top  git.Commit
+	base string
+	// tip: top is the pushed tip, to which the options that name one
+	// patch (title=, description=, patch=, fixes=, lease=) apply.
+	tip bool
+}
+
+// stackOf splits what a refs/for push brings into patches, as Gerrit
+// does: walking down from the tip by first parents, each new commit
+// that carries its own identity trailer (Patch: or Change-Id:) ends a
+// patch, and commits without one belong to the nearest descendant that
+// has one; the tip always ends the top patch. A commit that names the
+// same patch as the one above it belongs to it too (a series that grows
+// one patch, as before stacks); naming one further up is refused. Each
+// patch's base is the top of the one below, the bottom's the merge base.
+// A walk git cut short is one patch, as before stacks.
+func stackOf(p git.Pushed, mb string) ([]segment, error) {
+	tip := segment{top: p.Tip, base: mb, tip: true}
+	if p.Truncated || len(p.Commits) < 2 {
+		return []segment{tip}, nil
+	}
+	var tops []git.Commit
+	above := identity(p.Tip)
+	seen := map[string]string{}
+	if above != "" {
+		seen[above] = p.Tip.OID
+	}
+	for cur := p.Tip.OID; ; {
+		c, ok := p.Commits[cur]
+		if !ok || len(c.Parents) == 0 {
+			break
+		}
+		if id := identity(c); cur != p.Tip.OID && id != "" && id != above {
+			if other, dup := seen[id]; dup {
+				return nil, fault.New(fault.Usage, "commits %s and %s both name patch %s; give each commit its own Patch: trailer (remove one and let the commit-msg hook make a new id)",
+					c.OID[:12], other[:12], id)
+			}
+			seen[id] = c.OID
+			tops = append(tops, c)
+			above = id
+		}
+		cur = c.Parents[0]
+	}
+	if len(tops) == 0 {
+		return []segment{tip}, nil
+	}
+	segs := make([]segment, 0, len(tops)+1)
+	base := mb
+	for i := len(tops) - 1; i >= 0; i-- {
+		segs = append(segs, segment{top: tops[i], base: base})
+		base = tops[i].OID
+	}
+	tip.base = base
+	return append(segs, tip), nil
+}
+
+// identity is the patch id a commit's own trailer names (Patch:, else a
+// well-formed Change-Id:), or "".
+func identity(c git.Commit) string {
+	if len(c.Patch) > 0 {
+		return c.Patch[0]
+	}
+	if len(c.ChangeID) > 0 {
+		id, _ := ChangeID(c.ChangeID[0])
+		return id
+	}
+	return ""
+}
+
+// pin records segment s as a revision of its patch, made or found, with
+// parent as the revision's parent patch ("" for the bottom of a stack),
+// inside tx. all are the patch's revisions that pushRefs needs.
+func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent string, opts Options, now time.Time) (received, []Revision, error) {
+	var res received
+	if !s.tip {
+		// Options that name one patch are the tip's; a stack's other
+		// patches share the push's topic, draft state, reviewers,
+		// hashtags, message and base move.
+		opts = Options{Topic: opts.Topic, Draft: opts.Draft, Reviewers: opts.Reviewers, Hashtags: opts.Hashtags, Message: opts.Message, BaseMove: opts.BaseMove}
+	}
+	msg := string(s.top.Message)
+	commit := s.top.OID
+	id, err := e.patchOf(ctx, tx, s.top, opts)
+	if err != nil {
+		return res, nil, err
+	}
+	touchOnly := false
+	p, exists, err := patches.Lookup(ctx, tx, e.Repo, id)
+	if err != nil {
+		return res, nil, err
+	}
+	if exists {
+		switch p.State {
+		case patches.Merged:
+			return res, nil, fault.New(fault.Conflict, "commit %s: patch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", commit[:12], id)
+		case patches.Closed:
+			return res, nil, fault.New(fault.Conflict, "commit %s: patch %s is closed; reopen it with 'patch reopen' first", commit[:12], id)
+		}
+		u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
+		if p.Base != branch {
+			// Votes belong to the base they were cast for: moving a
+			// patch is said out loud, and starts its votes again.
+			if !opts.BaseMove {
+				return res, nil, fault.New(fault.Conflict, "patch %s targets %s, not %s: push it to refs/for/%s, or add -o base=move to move it to %s as a new revision (its approvals and checks start from zero); to backport it, push a commit without its Patch: trailer", id, p.Base, branch, p.Base, branch)
+			}
+			u.Base = &branch
+			p.Base = branch
+			res.retargeted = true
+		}
+		// An edit of nothing only touches updated_at, which a new
+		// revision touches as well: it waits for AddRevisionOf's answer.
+		if touchOnly = u == (patches.Update{}); !touchOnly {
+			if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
+				return res, nil, err
+			}
+		}
+	} else {
+		n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
+		if opts.Title != nil {
+			n.Title = *opts.Title
+		}
+		if opts.Description != nil {
+			n.Description = *opts.Description
+		}
+		if opts.Topic != nil {
+			n.Topic = *opts.Topic
+		}
+		if opts.Draft != nil {
+			n.Draft = *opts.Draft
+		}
+		if n.Title == "" {
+			n.Title = "(no subject)"
+		}
+		if p, err = patches.Create(ctx, tx, n, now); err != nil {
+			return res, nil, err
+		}
+		res.created = true
+	}
+	res.patch = p
+	if parent != "" {
+		// Revisions name their parents afresh on each push, so a chain
+		// cannot close on itself; this keeps it so whatever the history.
+		below, err := patches.Ancestors(ctx, tx, e.Repo, parent)
+		if err != nil {
+			return res, nil, err
+		}
+		for _, r := range below {
+			if r.ID == id {
+				return res, nil, fault.New(fault.Conflict, "commit %s: patch %s would sit on its own descendant %s; push the stack in its order", commit[:12], id, parent)
+			}
+		}
+	}
+	named, err := e.linkIssues(ctx, tx, id, append(append([]string{}, opts.Fixes...), s.top.Fixes...), opts.Leases, now)
+	if err != nil {
+		return res, nil, err
+	}
+	res.issues = named
+	if err := e.addRequests(ctx, tx, id, opts, now); err != nil {
+		return res, nil, err
+	}
+	revs, err := patches.RevisionsFor(ctx, tx, e.Repo, id, commit)
+	if err != nil {
+		return res, nil, err
+	}
+	res.oldHead = git.ZeroOID
+	if len(revs) > 0 {
+		res.oldHead = revs[len(revs)-1].Commit
+	}
+	pin := Revision{Commit: commit, BaseCommit: s.base, Pusher: e.Principal, Parent: parent}
+	if opts.Message != nil {
+		pin.Message = *opts.Message
+	}
+	var rev Revision
+	added := true
+	if res.retargeted {
+		rev, err = patches.NewRevisionOf(ctx, tx, e.Repo, id, revs, pin, now)
+	} else {
+		rev, added, err = patches.AddRevisionOf(ctx, tx, e.Repo, id, revs, pin, now)
+	}
+	if err != nil {
+		return res, nil, err
+	}
+	if touchOnly && !added {
+		if err := patches.Edit(ctx, tx, e.Repo, id, patches.Update{}, now); err != nil {
+			return res, nil, err
+		}
+	}
+	// A new revision carries the message from its insert (and its
+	// revision.pushed); a push of a commit already pinned sets it.
+	if opts.Message != nil && !added {
+		if err := patches.SetRevisionMessage(ctx, tx, e.Repo, id, rev.Number, *opts.Message); err != nil {
+			return res, nil, err
+		}
+		rev.Message = *opts.Message
+	}
+	res.rev, res.added = rev, added
+	if !added {
+		res.oldHead = commit
+		return res, revs, nil
+	}
+	if len(revs) > 0 {
+		prev := revs[len(revs)-1]
+		res.prev = &prev
+	}
+	return res, append(revs, rev), nil
+}
+
+// patchOf names the patch a commit revises: its Patch: trailer, else its
+// Change-Id:, else -o patch=, else the patch it already is a revision of
+// (so that pushing the same trailer-less commit again is a no-op), else a
+// new id.
+func (e *Env) patchOf(ctx context.Context, tx store.Querier, c git.Commit, opts Options) (string, error) {
+	switch {
+	case len(c.Patch) == 1:
+		return c.Patch[0], nil
+	case len(c.ChangeID) == 1:
+		// CheckTip made sure it is well-formed.
+		id, _ := ChangeID(c.ChangeID[0])
+		return id, nil
+	case opts.Patch != "":
+		return patches.Resolve(ctx, tx, e.Repo, opts.Patch)
+	}
+	known, err := patches.ByCommit(ctx, tx, e.Repo, c.OID)
+	if err != nil {
+		return "", err
+	}
+	if len(known) > 0 {
+		return known[0], nil
+	}
+	return ids.New(), nil
 }
 
 // pushRefs are the refs a push of revision rev writes: rev's own and the

@@ -275,4 +275,9 @@ func WithChecks(revs []patches.Revision, byRev map[int][]checks.Check) []Revisio
 type Shown struct {
 	Listed
 	Timeline []Entry `json:"timeline"`
+	// Below and Above are the patch's relation chain for its page (its
+	// ancestors, bottom first, and its descendants); JSON has parents
+	// and children.
+	Below []patches.Related `json:"-"`
+	Above []patches.Related `json:"-"`
 }

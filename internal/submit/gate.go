@@ -69,7 +69,7 @@ func (g *Gate) repo(key string) (git.Repo, error) {
 
 // facts reads what the requirements of p (read with its reviews) depend
 // on, besides mergeable.
-func (g *Gate) facts(ctx context.Context, q store.Querier, p patches.Patch, strategy string) (Facts, error) {
+func (g *Gate) facts(ctx context.Context, q store.Querier, p patches.Patch, strategy string, chained bool) (Facts, error) {
 	rule, ok, err := branches.Get(ctx, q, p.Repo, p.Base)
 	if err != nil {
 		return Facts{}, err
@@ -84,13 +84,32 @@ func (g *Gate) facts(ctx context.Context, q store.Querier, p patches.Patch, stra
 			return Facts{}, err
 		}
 	}
-	return factsOf(p, strategy, r, cs, func(name string) (access.Level, error) { return access.Of(ctx, q, name, p.Repo) })
+	f, err := factsOf(p, strategy, r, cs, func(name string) (access.Level, error) { return access.Of(ctx, q, name, p.Repo) })
+	if err != nil || len(p.Parents) == 0 {
+		return f, err
+	}
+	// The whole stack below, not only the parent: a merged parent may
+	// still sit on an open grandparent.
+	below, err := patches.OpenAncestors(ctx, q, p.Repo, p.ID)
+	if err != nil {
+		return Facts{}, err
+	}
+	f.OpenParents, f.Chained = nil, chained
+	for _, r := range below {
+		f.OpenParents = append(f.OpenParents, r.ID)
+	}
+	return f, nil
 }
 
 // factsOf is what Evaluate needs for p, given its branch's rule (nil:
 // none), its head revision's checks and the access level of a principal.
 func factsOf(p patches.Patch, strategy string, rule *branches.Rule, headChecks []checks.Check, level func(string) (access.Level, error)) (Facts, error) {
 	f := Facts{Patch: p, Strategy: strategy, Writers: map[string]bool{}, Rule: rule, Checks: headChecks}
+	for _, r := range p.Parents {
+		if r.State == patches.Open {
+			f.OpenParents = append(f.OpenParents, r.ID)
+		}
+	}
 	for _, r := range p.Reviews {
 		if _, seen := f.Writers[r.Author]; seen || r.Verdict != "approve" {
 			continue
@@ -171,7 +190,7 @@ func aliasBase(ctx context.Context, repo git.Repo, base string) (m Requirement, 
 // mergeable checked by building the result in a scratch object store.
 // p must carry its revisions and reviews (patches.Get).
 func (g *Gate) Status(ctx context.Context, q store.Querier, p patches.Patch, asked string) (Status, error) {
-	f, err := g.facts(ctx, q, p, asked)
+	f, err := g.facts(ctx, q, p, asked, false)
 	if err != nil {
 		return Status{}, err
 	}
@@ -279,13 +298,16 @@ type Submitted struct {
 // (push.RecordSubmitted). A refusal is fault.Conflict with the
 // requirements as the field "requirements".
 func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string) (Submitted, error) {
-	return g.SubmitFenced(ctx, repoKey, id, asked, submitter, nil)
+	return g.SubmitFenced(ctx, repoKey, id, asked, submitter, nil, false)
 }
 
 // SubmitFenced is Submit with the lease tokens the submit carried, by
 // full issue id: the merge closes such an issue only while its token is
-// the live tenure's (issues.CloseFenced).
-func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter string, tokens map[string]int64) (Submitted, error) {
+// the live tenure's (issues.CloseFenced). With chain, the patch's open
+// ancestors in its stack are submitted with it, bottom up, each built on
+// the one below and all in one move of the branch; every one must meet
+// its requirements, and a refusal names each that does not.
+func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter string, tokens map[string]int64, chain bool) (Submitted, error) {
 	if asked != "" {
 		if err := branches.CheckStrategy(asked); err != nil {
 			return Submitted{}, err
@@ -304,40 +326,21 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 		if m := p.Merge; p.State == patches.Merged && m != nil && m.Submitted && m.By == submitter {
 			return Submitted{Commit: m.Commit, Already: true}, nil
 		}
-		f, err := g.facts(ctx, g.DB.R(), p, asked)
+		ps, err := g.chainOf(ctx, p, chain)
 		if err != nil {
 			return Submitted{}, err
 		}
-		st := Evaluate(f)
-		others := len(st.Unmet()) > 1 // mergeable is always unmet here
 		tip, hasTip, err := repo.ResolveRef(ctx, "refs/heads/"+p.Base)
 		if err != nil {
 			return Submitted{}, err
 		}
-		var res Result
-		var m Requirement
-		alias, isAlias := aliasBase(ctx, repo, p.Base)
-		switch {
-		case p.State != patches.Open:
-			m = Requirement{Name: ReqMergeable, Detail: "the patch is " + string(p.State)}
-		case isAlias:
-			m = alias
-		case others || !hasTip || len(p.Revisions) == 0:
-			m = g.mergeable(ctx, repo, p, st)
-		default:
-			res, err = Build(ctx, moverRepo, g.input(p, st, tip, submitter))
-			if c := AsConflict(err); c != nil {
-				m = Requirement{Name: ReqMergeable, Detail: c.Error()}
-			} else if err != nil {
-				return Submitted{}, fault.Wrap(err, "submit failed")
-			} else {
-				m = Requirement{Name: ReqMergeable, OK: true, Detail: st.Strategy + " applies onto " + tip[:12]}
-			}
+		b, err := g.build(ctx, repo, moverRepo, ps, asked, submitter, tip, hasTip, chain)
+		if err != nil {
+			return Submitted{}, err
 		}
-		f.Mergeable = &m
-		st = Evaluate(f)
-		if !st.Submittable {
-			return Submitted{Status: st}, fault.New(fault.Conflict, "%s", Refusal(p.ID, st.Unmet())).With("requirements", st.Requirements)
+		st := b.statuses[len(b.statuses)-1]
+		if len(b.refused) > 0 {
+			return Submitted{Status: st}, fault.New(fault.Conflict, "%s", strings.Join(b.refused, "; ")).With("requirements", st.Requirements)
 		}
 		// What was decided must still hold when the branch moves: a new
 		// revision, review or check meanwhile means deciding again. The
@@ -348,7 +351,12 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 		if err != nil {
 			return Submitted{}, fault.Wrap(err, "submit failed: cannot lock the patch refs")
 		}
-		again, err := g.stillSubmittable(ctx, p, asked)
+		again := true
+		for _, q := range ps {
+			if again, err = g.stillSubmittable(ctx, q, asked, chain); err != nil || !again {
+				break
+			}
+		}
 		if err != nil || !again {
 			unlock()
 			if err != nil {
@@ -359,7 +367,7 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 		if g.BeforeMove != nil {
 			g.BeforeMove(attempt)
 		}
-		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, res.Commit, tip, push.SubmitReflog(st.Strategy, p.ID))
+		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, b.commit, tip, push.SubmitReflog(st.Strategy, p.ID))
 		unlock()
 		if errors.Is(err, git.ErrMoved) {
 			g.log().Info("submit", "REPO", repoKey, "PATCH", id, "PRINCIPAL", submitter, "OUTCOME", "retry", "attempt", attempt)
@@ -369,30 +377,114 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 			return Submitted{}, fault.Wrap(err, "submit failed: the branch could not be moved")
 		}
 		g.log().Info("submit", "REPO", repoKey, "PATCH", id, "PRINCIPAL", submitter, "REF", "refs/heads/"+p.Base,
-			"OLD_OID", tip, "NEW_OID", res.Commit, "OUTCOME", "moved", "strategy", st.Strategy, "attempt", attempt)
+			"OLD_OID", tip, "NEW_OID", b.commit, "OUTCOME", "moved", "strategy", st.Strategy, "attempt", attempt, "patches", len(ps))
 		if g.AfterMove != nil {
 			g.AfterMove()
 		}
 		env := &push.Env{Root: g.Root, DB: g.DB, Repo: repoKey, Git: repo, Principal: submitter,
 			Stderr: io.Discard, Log: g.Log, Now: g.now, Tokens: tokens}
-		merged, err := push.RecordSubmitted(ctx, env, p.Base, tip, res.Commit, st.Strategy)
+		merged, err := push.RecordSubmitted(ctx, env, p.Base, tip, b.commit, st.Strategy)
 		if err != nil {
-			return Submitted{}, fault.Default(err, fmt.Sprintf("patch %s was merged into %s as %s, but recording it failed (the next push, the sweep or fsck records it)", p.ID, p.Base, res.Commit))
+			return Submitted{}, fault.Default(err, fmt.Sprintf("patch %s was merged into %s as %s, but recording it failed (the next push, the sweep or fsck records it)", p.ID, p.Base, b.commit))
+		}
+		in := map[string]bool{}
+		for _, q := range ps {
+			in[q.ID] = true
 		}
 		var closed []string
 		for _, m := range merged {
-			if m.PatchID == p.ID {
+			if in[m.PatchID] {
 				closed = append(closed, m.Closed...)
 			}
 		}
-		return Submitted{Status: st, Commit: res.Commit, Written: res.Written, Attempts: attempt, Closed: closed}, nil
+		return Submitted{Status: st, Commit: b.commit, Written: b.written, Attempts: attempt, Closed: closed}, nil
 	}
 	return Submitted{}, fault.New(fault.Conflict, "patch %s: the branch kept moving during the submit (%d attempts); try again", id, MaxAttempts)
 }
 
+// chainOf is what a submit of p merges: p alone, or with chain its open
+// ancestors first, bottom up.
+func (g *Gate) chainOf(ctx context.Context, p patches.Patch, chain bool) ([]patches.Patch, error) {
+	if !chain || p.State != patches.Open || len(p.Parents) == 0 {
+		return []patches.Patch{p}, nil
+	}
+	below, err := patches.OpenAncestors(ctx, g.DB.R(), p.Repo, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]patches.Patch, 0, len(below)+1)
+	for _, r := range below {
+		q, err := patches.Get(ctx, g.DB.R(), p.Repo, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, q)
+	}
+	return append(ps, p), nil
+}
+
+// built is a submit's result before the branch moves: each patch's
+// status, the refusals (one per patch that fails), and the commit the
+// branch moves to.
+type built struct {
+	statuses []Status
+	refused  []string
+	commit   string
+	written  int
+}
+
+// build decides each of ps (bottom first) and builds each on the result
+// of the one below, starting at the branch's tip.
+func (g *Gate) build(ctx context.Context, repo, mover git.Repo, ps []patches.Patch, asked, submitter, tip string, hasTip, chain bool) (built, error) {
+	b := built{commit: tip}
+	top := ps[len(ps)-1]
+	alias, isAlias := aliasBase(ctx, repo, top.Base)
+	for _, q := range ps {
+		f, err := g.facts(ctx, g.DB.R(), q, asked, chain)
+		if err != nil {
+			return built{}, err
+		}
+		st := Evaluate(f)
+		others := len(st.Unmet()) > 1 // mergeable is always unmet here
+		var m Requirement
+		switch {
+		case q.State != patches.Open:
+			m = Requirement{Name: ReqMergeable, Detail: "the patch is " + string(q.State)}
+		case q.Base != top.Base:
+			m = Requirement{Name: ReqMergeable, Detail: "it targets " + q.Base + ", not " + top.Base}
+		case isAlias:
+			m = alias
+		case len(b.refused) > 0:
+			m = Requirement{Name: ReqMergeable, Detail: "not checked: a patch below it cannot be submitted"}
+		case (others || !hasTip || len(q.Revisions) == 0) && len(ps) == 1:
+			m = g.mergeable(ctx, repo, q, st)
+		case others || !hasTip || len(q.Revisions) == 0:
+			m = Requirement{Name: ReqMergeable, Detail: "not checked: other requirements fail"}
+		default:
+			res, err := Build(ctx, mover, g.input(q, st, b.commit, submitter))
+			if c := AsConflict(err); c != nil {
+				m = Requirement{Name: ReqMergeable, Detail: c.Error()}
+			} else if err != nil {
+				return built{}, fault.Wrap(err, "submit failed")
+			} else {
+				m = Requirement{Name: ReqMergeable, OK: true, Detail: st.Strategy + " applies onto " + b.commit[:12]}
+				b.commit = res.Commit
+				b.written += res.Written
+			}
+		}
+		f.Mergeable = &m
+		st = Evaluate(f)
+		b.statuses = append(b.statuses, st)
+		if !st.Submittable {
+			b.refused = append(b.refused, Refusal(q.ID, st.Unmet()))
+		}
+	}
+	return b, nil
+}
+
 // stillSubmittable re-reads the patch's revision, reviews and checks and
 // says whether the requirements still hold on the same latest revision.
-func (g *Gate) stillSubmittable(ctx context.Context, before patches.Patch, asked string) (bool, error) {
+func (g *Gate) stillSubmittable(ctx context.Context, before patches.Patch, asked string, chain bool) (bool, error) {
 	p, err := patches.Get(ctx, g.DB.R(), before.Repo, before.ID)
 	if err != nil {
 		return false, err
@@ -400,7 +492,7 @@ func (g *Gate) stillSubmittable(ctx context.Context, before patches.Patch, asked
 	if p.Head().Commit != before.Head().Commit {
 		return false, nil
 	}
-	f, err := g.facts(ctx, g.DB.R(), p, asked)
+	f, err := g.facts(ctx, g.DB.R(), p, asked, chain)
 	if err != nil {
 		return false, err
 	}

@@ -504,7 +504,7 @@ func TestListStatusesAsEachAlone(t *testing.T) {
 		t.Fatalf("ListStatuses: %v, %v", got, err)
 	}
 	for i, p := range ps {
-		fs, err := f.gate.facts(f.ctx, f.db.R(), p, "")
+		fs, err := f.gate.facts(f.ctx, f.db.R(), p, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,9 @@ const (
 	ReqNoChangesRequested = "no-changes-requested"
 	ReqCheckPrefix        = "check:"
 	ReqMergeable          = "mergeable"
+	// ReqParents holds when no patch below this one in its stack is
+	// still open, or when patch submit --chain submits them with it.
+	ReqParents = "parents"
 )
 
 // Requirement is one submit requirement and whether it holds.
@@ -64,6 +67,10 @@ type Facts struct {
 	// Mergeable is whether the strategy applies: nil when it is not known
 	// yet (Evaluate then reports it unmet, as not checked).
 	Mergeable *Requirement
+	// OpenParents are the open patches below this one in its stack,
+	// bottom first; Chained says they are submitted with it (--chain).
+	OpenParents []string
+	Chained     bool
 }
 
 // StrategyOf is the strategy a submit uses: asked, else the rule's, else
@@ -94,6 +101,14 @@ func Evaluate(f Facts) Status {
 		add(ReqReady, false, "the patch is a draft")
 	} else {
 		add(ReqReady, true, "not a draft")
+	}
+	switch {
+	case len(f.OpenParents) > 0 && f.Chained:
+		add(ReqParents, true, "submitted with it, bottom up: %s", shortIDs(f.OpenParents))
+	case len(f.OpenParents) > 0:
+		add(ReqParents, false, "open below it in its stack: %s; submit those first, or this one with --chain", shortIDs(f.OpenParents))
+	case len(p.Parents) > 0:
+		add(ReqParents, true, "parent %s is %s", shortID(p.Parents[0].ID), p.Parents[0].State)
 	}
 	head := p.Head()
 	if len(p.Revisions) == 0 {
@@ -179,6 +194,14 @@ func Evaluate(f Facts) Status {
 	}
 	st.Submittable = len(st.Unmet()) == 0
 	return st
+}
+
+func shortIDs(ids []string) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = shortID(id)
+	}
+	return strings.Join(out, ", ")
 }
 
 // Refusal is the one-line message of a submit refused for unmet.

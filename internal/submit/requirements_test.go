@@ -55,6 +55,11 @@ func TestEvaluate(t *testing.T) {
 			return p
 		}(), Rule: &rule, Writers: writers, Mergeable: mergeable(false)}, "open ready approvals no-changes-requested check:ci mergeable", "the patch is closed"},
 		{"mergeable not known", Facts{Patch: patch(twoRevs), Writers: writers}, "mergeable", "not checked"},
+		{"an open parent blocks", Facts{Patch: withParent(patch(twoRevs), patches.Open), Writers: writers, Mergeable: ok,
+			OpenParents: []string{"aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"}}, "parents", "aaaaaaaaaaaa, bbbbbbbbbbbb; submit those first, or this one with --chain"},
+		{"a chain submits the open parents with it", Facts{Patch: withParent(patch(twoRevs), patches.Open), Writers: writers, Mergeable: ok,
+			OpenParents: []string{"aaaaaaaaaaaaaaaa"}, Chained: true}, "", "submitted with it"},
+		{"a merged parent is no obstacle", Facts{Patch: withParent(patch(twoRevs), patches.Merged), Writers: writers, Mergeable: ok}, "", "is merged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := Evaluate(tc.facts)
@@ -97,4 +102,9 @@ func mergeable(ok bool) *Requirement {
 		return &Requirement{OK: true, Detail: "applies"}
 	}
 	return &Requirement{OK: false, Detail: "conflicts in a.txt"}
+}
+
+func withParent(p patches.Patch, state patches.State) patches.Patch {
+	p.Parents = []patches.Related{{ID: "aaaaaaaaaaaaaaaa", State: state}}
+	return p
 }

@@ -113,9 +113,10 @@ func gateSubcommands(env *Env) []*cli.Command {
 		{
 			Name:      "submit",
 			Usage:     "merge the latest revision into its base branch, if every submit requirement holds",
-			ArgsUsage: "REPO ID [--strategy merge|ff-only|rebase|squash] [--lease-token N|ISSUE:N]",
+			ArgsUsage: "REPO ID [--strategy merge|ff-only|rebase|squash] [--chain] [--lease-token N|ISSUE:N]",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "strategy", Usage: "how to merge (default: the branch rule's, else merge)"},
+				&cli.BoolFlag{Name: "chain", Usage: "submit the patch's open ancestors in its stack with it, bottom up, in one move of the branch"},
 				&cli.StringFlag{Name: "lease-token", Usage: "fencing token: N when the patch links one issue, else ISSUE:N"},
 				JSONFlag,
 			},
@@ -145,21 +146,26 @@ func (env *Env) patchSubmit(c *cli.Context) error {
 	if c.IsSet("strategy") && c.String("strategy") == "" {
 		return fault.New(fault.Usage, "bad strategy \"\": want %s", strings.Join(branches.Strategies, ", "))
 	}
-	out, err := env.Ops().Submit(c.Context, env.actor(), ops.Submit{Patch: r, Strategy: c.String("strategy"), LeaseToken: c.String("lease-token")})
+	out, err := env.Ops().Submit(c.Context, env.actor(), ops.Submit{Patch: r, Strategy: c.String("strategy"), LeaseToken: c.String("lease-token"), Chain: c.Bool("chain")})
 	if err != nil {
 		return err
 	}
 	p := out.Patch
 	return env.Print(c, p, func(w io.Writer) {
-		strategy := ""
+		// "as" names merge.commit, the commit that carries the patch;
+		// where the branch went (a merge commit) is merge.branch_tip.
+		strategy, commit := "", out.Commit
 		if m := p.Merge; m != nil {
-			strategy = m.Strategy
+			strategy, commit = m.Strategy, m.Commit
 		}
 		already := ""
 		if out.Already {
 			already = "already "
 		}
-		fmt.Fprintf(w, "patch %s %smerged into %s as %s (%s, submitted by %s)\n", p.ID, already, p.Base, out.Commit, strategy, env.Principal)
+		fmt.Fprintf(w, "patch %s %smerged into %s as %s (%s, submitted by %s)\n", p.ID, already, p.Base, commit, strategy, env.Principal)
+		if out.Commit != commit {
+			fmt.Fprintf(w, "%s is now at %s\n", p.Base, out.Commit)
+		}
 		// As a push that merges says it (push.Env.Scan).
 		for _, is := range out.Closed {
 			if u := env.issueURL(p.Repo, is); u != "" {

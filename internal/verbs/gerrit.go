@@ -36,11 +36,12 @@ func gerritCommand(env *Env) *cli.Command {
 			{
 				Name:      "query",
 				Usage:     "patches as Gerrit changes: one JSON object per line, then {\"type\":\"stats\",\"rowCount\":N}",
-				ArgsUsage: "[--format=JSON] [--current-patch-set] [--patch-sets] TERM… (project:NAME, status:open|merged|abandoned, change:ID, limit:N)",
+				ArgsUsage: "[--format=JSON] [--current-patch-set] [--patch-sets] [--dependencies] TERM… (project:NAME, status:open|merged|abandoned, change:ID, limit:N)",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "format", Value: "TEXT", Usage: "JSON or TEXT"},
 					&cli.BoolFlag{Name: "current-patch-set", Usage: "add each change's latest revision as currentPatchSet"},
 					&cli.BoolFlag{Name: "patch-sets", Usage: "add every revision as patchSets"},
+					&cli.BoolFlag{Name: "dependencies", Usage: "accepted: dependsOn and neededBy are always given"},
 				},
 				Action: env.gerritQuery,
 			},
@@ -61,7 +62,7 @@ type gerritTerms struct {
 func parseGerritTerms(words []string) (gerritTerms, error) {
 	q := gerritTerms{limit: gerritQueryLimit}
 	if len(words) == 0 {
-		return q, fault.New(fault.Usage, "usage: gerrit query [--format=JSON] [--current-patch-set] [--patch-sets] TERM…: missing a term (project:NAME, status:open, change:ID)")
+		return q, fault.New(fault.Usage, "usage: gerrit query [--format=JSON] [--current-patch-set] [--patch-sets] [--dependencies] TERM…: missing a term (project:NAME, status:open, change:ID)")
 	}
 	for _, w := range words {
 		// Several terms may come as one word (ssh -x host gerrit query
@@ -127,6 +128,31 @@ type gerritChange struct {
 	CurrentPatchSet *gerritPatchSet  `json:"currentPatchSet,omitempty"`
 	PatchSets       []gerritPatchSet `json:"patchSets,omitempty"`
 	AllReviewers    []gerritAccount  `json:"allReviewers,omitempty"`
+	// DependsOn and NeededBy are the change's relation chain (its parent
+	// and children in a stack), always given where there is one: Gerrit
+	// gives them with --dependencies, which is accepted.
+	DependsOn []gerritDependency `json:"dependsOn,omitempty"`
+	NeededBy  []gerritDependency `json:"neededBy,omitempty"`
+}
+
+type gerritDependency struct {
+	ID                string `json:"id"`
+	Number            string `json:"number"`
+	Revision          string `json:"revision"`
+	Ref               string `json:"ref"`
+	IsCurrentPatchSet bool   `json:"isCurrentPatchSet"`
+}
+
+func dependencies(rs []patches.Related) []gerritDependency {
+	var out []gerritDependency
+	for _, r := range rs {
+		d := gerritDependency{ID: r.ID, Number: r.ID, Revision: r.Commit, IsCurrentPatchSet: true}
+		if r.Commit != "" {
+			d.Ref = collabref.RevRef(r.ID, r.Commit)
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 type gerritAccount struct {
@@ -159,6 +185,7 @@ func toGerrit(p review.Listed, current, all bool) gerritChange {
 		ID: p.ID, Number: p.ID, Subject: p.Title,
 		Owner: gerritAccount{Name: p.Author, Username: p.Author},
 		URL:   p.URL, Hashtags: p.Hashtags, Open: p.State == patches.Open, Status: gerritStatus(p.State), WIP: p.Draft,
+		DependsOn: dependencies(p.Parents), NeededBy: dependencies(p.Children),
 	}
 	for _, r := range p.Reviewers {
 		c.AllReviewers = append(c.AllReviewers, gerritAccount{Name: r, Username: r})
@@ -249,6 +276,12 @@ func writeGerritText(w io.Writer, changes []gerritChange) error {
 		}
 		for _, ps := range c.PatchSets {
 			fmt.Fprintf(&b, "  patchSets:\n    number: %d\n    revision: %s\n    ref: %s\n", ps.Number, ps.Revision, ps.Ref)
+		}
+		for _, d := range c.DependsOn {
+			fmt.Fprintf(&b, "  dependsOn:\n    id: %s\n    number: %s\n    revision: %s\n    ref: %s\n", d.ID, d.Number, d.Revision, d.Ref)
+		}
+		for _, d := range c.NeededBy {
+			fmt.Fprintf(&b, "  neededBy:\n    id: %s\n    number: %s\n    revision: %s\n    ref: %s\n", d.ID, d.Number, d.Revision, d.Ref)
 		}
 		b.WriteString("\n")
 	}

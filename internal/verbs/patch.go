@@ -187,6 +187,12 @@ func printPatch(w io.Writer, p review.Shown, sshURL, httpURL string) {
 	if len(p.Issues) > 0 {
 		fmt.Fprintf(w, "fixes: %s\n", strings.Join(p.Issues, " "))
 	}
+	for _, r := range p.Parents {
+		fmt.Fprintf(w, "parent: %s (%s) %s\n", r.ID, r.State, r.Title)
+	}
+	for _, r := range p.Children {
+		fmt.Fprintf(w, "child: %s (%s) %s\n", r.ID, r.State, r.Title)
+	}
 	if m := p.Merge; m != nil {
 		how := m.Strategy
 		if m.Submitted {

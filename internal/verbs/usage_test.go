@@ -46,7 +46,7 @@ func TestUsageErrors(t *testing.T) {
 		{`patch submti demo abcd`, `(did you mean "submit"?)`},
 		{`patch check demo abcd ci --state success --summary all good`,
 			`collab: usage: patch check REPO ID NAME: unexpected "good" after --summary all; if that is one value, quote the remote command (ssh splits it into words): ssh -p 2222 git@forge.example "patch check demo abcd ci --state success --summary 'all good'"`},
-		{`gerrit query`, `collab: usage: gerrit query [--format=JSON] [--current-patch-set] [--patch-sets] TERM…: missing a term`},
+		{`gerrit query`, `collab: usage: gerrit query [--format=JSON] [--current-patch-set] [--patch-sets] [--dependencies] TERM…: missing a term`},
 		{`gerrit query bogus:1`, `collab: gerrit query: unsupported term "bogus:1"; known: project:NAME, status:open|merged|abandoned, change:ID, limit:N`},
 	} {
 		words, err := shellwords.Split(tc.line)

@@ -35,11 +35,12 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request) error {
 	}
 	var b struct {
 		Strategy *string `json:"strategy"`
+		Chain    bool    `json:"chain"`
 	}
 	if err := decode(r, &b); err != nil {
 		return err
 	}
-	in := ops.Submit{Patch: ref, LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token"))}
+	in := ops.Submit{Patch: ref, LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token")), Chain: b.Chain}
 	if b.Strategy != nil {
 		if *b.Strategy == "" {
 			return fault.New(fault.Usage, `bad strategy "": want merge, ff-only, rebase, squash`)

@@ -370,6 +370,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		general = append(general, dv.Rest...)
 	}
 	data["Reviews"] = general
+	data["Below"], data["Above"] = shown.Below, shown.Above
 	data["Timeline"] = shown.Timeline
 	data["Summary"] = shown.Summary
 	data["Submit"] = shown.Submit

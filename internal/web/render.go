@@ -6,8 +6,10 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
+	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
@@ -47,7 +49,13 @@ func loadPages(s *Server) (*pages, error) {
 			}
 			return "?" + q.Encode()
 		},
-		"add":  func(a, b int) int { return a + b },
+		"add": func(a, b int) int { return a + b },
+		// A relation chain reads newest first, as on Gerrit.
+		"reverse": func(rs []patches.Related) []patches.Related {
+			out := slices.Clone(rs)
+			slices.Reverse(out)
+			return out
+		},
 		"size": size,
 		"mdc":  s.md.Cached,
 	}
