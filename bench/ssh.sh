@@ -20,6 +20,12 @@
 #    For each it prints the median wall time, the ratio to the floor and
 #    the server's CPU (user+sys of sshd and everything it ran) per push.
 #    Goals: branch <= 1.10x, refs/for <= 1.20x, clone <= 1.05x.
+#    Stacks (BENCH_STACK=0 skips): a refs/for push of a 10-commit stack,
+#    each commit with its own Patch: trailer (ten new patches), against a
+#    10-commit branch push to the hookless repository; and one commit in
+#    the middle of a pushed 10-commit stack amended (it and the five above
+#    it sent again: six revisions, four unchanged) against the same
+#    rewrite force-pushed to a hookless branch. Goals: <= 1.50x, <= 1.30x.
 # 2. Key lookup: three more sshd processes with the same configuration but
 #    for the forge user's keys: one as installed, one with the
 #    AuthorizedKeysCommand alone (no file), the third with a plain
@@ -260,7 +266,7 @@ url[clone_hookless]=${url[hookless]};                      sshcmd[clone_hookless
 url[clone_deploy]=${url[deploy]};                          sshcmd[clone_deploy]=$w/ssh-deploy
 for t in hookless deploy deploy_for gitolite clone_hookless clone_deploy; do opid[$t]=$main_pid ocg[$t]=$main_cg; done
 opid[collab]=$kf_pid ocg[collab]=$kf_cg
-ref() { case "$1" in *_for) echo refs/for/main ;; gitolite) echo refs/heads/master ;; *) echo refs/heads/main ;; esac; }
+ref() { case "$1" in *_for|deploy_stack|deploy_mid) echo refs/for/main ;; gitolite) echo refs/heads/master ;; hookless_mid) echo refs/heads/mid ;; *) echo refs/heads/main ;; esac; }
 export GIT_SSH_VARIANT=ssh
 for t in hookless collab deploy gitolite; do
 	git init -q "$w/c-$t"
@@ -302,6 +308,38 @@ change() {
 			touch "$w/patched-$t"
 		fi
 		;;
+	hookless10 | deploy_stack)
+		# Ten commits; on the forge each its own patch, fresh every round.
+		if [ "$t" = deploy_stack ]; then
+			GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" fetch -q origin
+			git -C "$d" reset -q --hard origin/main
+		fi
+		for k in $(seq 10); do
+			echo "$t $i $k" > "$d/s$k"
+			git -C "$d" add "s$k"
+			git -C "$d" commit -q -m "stack $i.$k" -m "Patch: $(printf '%032x%08x' "$i" "$k")"
+		done
+		;;
+	hookless_mid | deploy_mid)
+		# The middle of a 10-commit stack amended, the five above it
+		# replayed; the first round pushes the stack itself, untimed.
+		if [ ! -e "$w/stacked-$t" ]; then
+			for k in $(seq 10); do
+				echo "$t $k" > "$d/s$k"
+				git -C "$d" add "s$k"
+				git -C "$d" commit -q -m "middle $k" -m "Patch: $(printf 'e%031x%08x' "${#t}" "$k")"
+			done
+			GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q -f origin "HEAD:$(ref "$t")" 2>/dev/null
+			touch "$w/stacked-$t"
+		fi
+		local tops
+		tops=$(git -C "$d" rev-list --reverse HEAD~5..HEAD)
+		git -C "$d" reset -q --hard HEAD~5
+		echo "$t $i" > "$d/s5"
+		git -C "$d" commit -q -a --amend --no-edit
+		# shellcheck disable=SC2086
+		git -C "$d" cherry-pick $tops >/dev/null
+		;;
 	*) git -C "$d" commit -q -m "change $i" ;;
 	esac
 }
@@ -321,7 +359,7 @@ run_op() {
 	a=$REPLY
 	case "$t" in
 	clone_*) GIT_SSH_COMMAND=${sshcmd[$t]} git clone -q "${url[$t]}" "$w/clone" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
-	*) GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q origin "HEAD:$r" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
+	*) GIT_SSH_COMMAND=${sshcmd[$t]} git -C "$d" push -q -f origin "HEAD:$r" 2>"$w/err" || { cat "$w/err" >&2; exit 1; } ;;
 	esac
 	now
 	b=$REPLY
@@ -370,6 +408,33 @@ row "gitolite3 (Debian), branch push" gitolite hookless
 row "clone, hookless" clone_hookless clone_hookless
 row "clone, collab deployed" clone_deploy clone_hookless
 echo "goals: branch <= 1.10x ($(ratio "${med[deploy]}" "${med[hookless]}")), refs/for <= 1.20x ($(ratio "${med[deploy_for]}" "${med[hookless]}")), clone <= 1.05x ($(ratio "${med[clone_deploy]}" "${med[clone_hookless]}"))"
+
+# --- 1b. stacks: ten commits, ten patches --------------------------------
+if [ "${BENCH_STACK:-1}" = 1 ]; then
+	url[hookless10]=${url[hookless]} sshcmd[hookless10]=${sshcmd[hookless]}
+	url[hookless_mid]=${url[hookless]} sshcmd[hookless_mid]=${sshcmd[hookless]}
+	url[deploy_stack]=${url[deploy]} sshcmd[deploy_stack]=${sshcmd[deploy]}
+	url[deploy_mid]=${url[deploy]} sshcmd[deploy_mid]=${sshcmd[deploy]}
+	stack=(hookless10 deploy_stack hookless_mid deploy_mid)
+	for t in "${stack[@]}"; do
+		opid[$t]=$main_pid ocg[$t]=$main_cg
+		git clone -q -c core.sshCommand="${sshcmd[$t]}" "${url[$t]}" "$w/c-$t"
+		git -C "$w/c-$t" config --unset core.sshCommand
+	done
+	git -C "$w/c-hookless_mid" checkout -q -b mid
+	for i in $(seq "$N"); do
+		for t in "${stack[@]}"; do run_op "$t" "$i"; done
+		printf '.' >&2
+	done
+	echo >&2
+	summarise "${stack[@]}"
+	header "over ssh (stacks)"
+	row "hookless, 10-commit branch push" hookless10 hookless10
+	row "collab deployed, 10-patch stack" deploy_stack hookless10
+	row "hookless, middle of 10 rewritten" hookless_mid hookless_mid
+	row "collab deployed, middle of 10 revised" deploy_mid hookless_mid
+	echo "goals: stack <= 1.50x ($(ratio "${med[deploy_stack]}" "${med[hookless10]}")), middle <= 1.30x ($(ratio "${med[deploy_mid]}" "${med[hookless_mid]}"))"
+fi
 
 # Where the server's CPU goes in one push of each kind (perf sched over the
 # whole machine, then the processes under the sshd; BENCH_BREAKDOWN=0 skips).
