@@ -460,11 +460,16 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 		return res, nil, err
 	}
 	if exists {
+		// Below the tip of a stack, the commit is named too.
+		which := ""
+		if !s.tip {
+			which = "commit " + commit[:12] + ": "
+		}
 		switch p.State {
 		case patches.Merged:
-			return res, nil, fault.New(fault.Conflict, "commit %s: patch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", commit[:12], id)
+			return res, nil, fault.New(fault.Conflict, "%spatch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", which, id)
 		case patches.Closed:
-			return res, nil, fault.New(fault.Conflict, "commit %s: patch %s is closed; reopen it with 'patch reopen' first", commit[:12], id)
+			return res, nil, fault.New(fault.Conflict, "%spatch %s is closed; reopen it with 'patch reopen' first", which, id)
 		}
 		u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
 		if p.Base != branch {
