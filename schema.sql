@@ -470,3 +470,20 @@ CREATE INDEX revisions_by_parent ON revisions(repo, parent_patch) WHERE parent_p
 -- patch submit prints); merged_tip is what the push or submit moved the
 -- branch to (a submit's merge commit), NULL where unknown.
 ALTER TABLE patches ADD COLUMN merged_tip TEXT;
+
+-- migrate 13
+-- Review threads and drafts (CONTRACT.md "JSON shapes", review): an inline
+-- comment's side ('old' anchors to the line of the revision's base), its
+-- thread (the first comment's id, on every comment of the thread, the
+-- first one included), whether the thread is resolved (kept on its first
+-- comment, with who did it), and drafts, which only their author sees
+-- until patch publish posts them.
+ALTER TABLE reviews ADD COLUMN side TEXT CHECK (side IN ('old', 'new'));
+ALTER TABLE reviews ADD COLUMN thread TEXT;
+ALTER TABLE reviews ADD COLUMN resolved INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE reviews ADD COLUMN resolved_by TEXT;
+ALTER TABLE reviews ADD COLUMN draft INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX reviews_drafts ON reviews(repo, patch_id, author) WHERE draft = 1;
+-- branch protect --resolved: submit needs every inline thread resolved.
+ALTER TABLE branch_rules ADD COLUMN resolved INTEGER NOT NULL DEFAULT 0;
+UPDATE reviews SET thread = id, side = 'new' WHERE file IS NOT NULL;

@@ -38,7 +38,9 @@ _collab_words() {
 	"patch list") echo "--state --reviewer --limit --after --json" ;;
 	"patch show") echo "--json" ;;
 	"patch diff") echo "--revision --from --json" ;;
-	"patch review") echo "--approve --request-changes --comment --revision --file --line --body --lease-token --json" ;;
+	"patch review") echo "--approve --request-changes --comment --revision --file --line --side --reply --body --draft --lease-token --json" ;;
+	"patch publish") echo "--approve --request-changes --comment --body --json" ;;
+	"patch resolve") echo "--unresolve --json" ;;
 	"patch close" | "patch reopen") echo "--json" ;;
 	"patch merge") echo "--commit --lease-token --json" ;;
 	"patch edit") echo "--title --description --json" ;;
@@ -46,7 +48,7 @@ _collab_words() {
 	"patch reviewers") echo "--add --remove --json" ;;
 	"patch submit") echo "--strategy --chain --lease-token --json" ;;
 	"patch check") echo "--state --revision --url --summary --json" ;;
-	"branch protect") echo "--approvals --check --strategy --direct-push --json" ;;
+	"branch protect") echo "--approvals --check --strategy --direct-push --resolved --json" ;;
 	"branch unprotect" | "branch list") echo "--json" ;;
 	"token new") echo "--name --ttl --json" ;;
 	"token list" | "token revoke") echo "--json" ;;
@@ -71,7 +73,7 @@ _collab_complete_from() {
 		case "$verb" in
 		issue) subs="new list show comment close reopen edit claim unclaim label" ;;
 		lease) subs="acquire renew release list" ;;
-		patch) subs="list show diff review close reopen merge edit ready wip reviewers submit check" ;;
+		patch) subs="list show diff review publish resolve close reopen merge edit ready wip reviewers submit check" ;;
 		branch) subs="protect unprotect list" ;;
 		token) subs="new list revoke" ;;
 		webhook) subs="add list remove" ;;

@@ -57,9 +57,11 @@ type Rule struct {
 	Checks     []string `json:"checks"`
 	Strategy   string   `json:"strategy"`
 	DirectPush string   `json:"direct_push"`
-	CreatedBy  string   `json:"created_by"`
-	CreatedAt  string   `json:"created_at"`
-	UpdatedAt  string   `json:"updated_at"`
+	// Resolved: submit needs every inline thread resolved.
+	Resolved  bool   `json:"resolved"`
+	CreatedBy string `json:"created_by"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
 }
 
 // Default is the rule a plain "branch protect" makes.
@@ -135,12 +137,12 @@ func Validate(r *Rule) error {
 	return nil
 }
 
-const cols = "branch, approvals, checks, strategy, direct_push, created_by, created_at, updated_at"
+const cols = "branch, approvals, checks, strategy, direct_push, created_by, created_at, updated_at, resolved"
 
 func scan(s interface{ Scan(...any) error }) (Rule, error) {
 	var r Rule
 	var cs string
-	if err := s.Scan(&r.Branch, &r.Approvals, &cs, &r.Strategy, &r.DirectPush, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt); err != nil {
+	if err := s.Scan(&r.Branch, &r.Approvals, &cs, &r.Strategy, &r.DirectPush, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt, &r.Resolved); err != nil {
 		return Rule{}, err
 	}
 	r.Checks = []string{}
@@ -209,11 +211,11 @@ func Put(ctx context.Context, tx store.Querier, repo string, r Rule, actor strin
 	if err != nil {
 		return Rule{}, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO branch_rules(repo, branch, approvals, checks, strategy, direct_push, created_by, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err = tx.ExecContext(ctx, `INSERT INTO branch_rules(repo, branch, approvals, checks, strategy, direct_push, created_by, created_at, updated_at, resolved)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(repo, branch) DO UPDATE SET approvals = excluded.approvals, checks = excluded.checks,
-		  strategy = excluded.strategy, direct_push = excluded.direct_push, updated_at = excluded.updated_at`,
-		repo, r.Branch, r.Approvals, string(cs), r.Strategy, r.DirectPush, r.CreatedBy, r.CreatedAt, r.UpdatedAt)
+		  strategy = excluded.strategy, direct_push = excluded.direct_push, updated_at = excluded.updated_at, resolved = excluded.resolved`,
+		repo, r.Branch, r.Approvals, string(cs), r.Strategy, r.DirectPush, r.CreatedBy, r.CreatedAt, r.UpdatedAt, r.Resolved)
 	if err != nil {
 		return Rule{}, fmt.Errorf("record rule of %s: %w", r.Branch, err)
 	}

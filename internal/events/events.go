@@ -30,6 +30,9 @@ const (
 	IssueEdited    = "issue.edited"
 	RevisionPushed = "revision.pushed"
 	ReviewPosted   = "review.posted"
+	// ReviewResolved is patch resolve's: an inline thread resolved or
+	// reopened.
+	ReviewResolved = "review.resolved"
 	MergeRecorded  = "merge.recorded"
 	// The review gate's (CONTRACT.md "Protected branches, submit and checks").
 	CheckUpdated      = "check.updated"
@@ -43,7 +46,7 @@ var Kinds = []string{
 	LeaseRenewed, LeaseReleased, LeaseExpired,
 	PatchCreated, RevisionPushed, ReviewPosted, MergeRecorded,
 	CheckUpdated, BranchProtected, BranchUnprotected,
-	PatchEdited, IssueEdited,
+	PatchEdited, IssueEdited, ReviewResolved,
 }
 
 // Event is one outbox row, in the JSON shape webhooks deliver.

@@ -421,7 +421,7 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 		return nil, 0, fmt.Errorf("read revisions of %s: %w", repo, err)
 	}
 	err = store.Each(ctx, q, `SELECT patch_id, id, revision, author, verdict, body, file, line, created_at
-		FROM reviews WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
+		FROM reviews WHERE repo = ? AND draft = 0 ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var patch string
 		var v Review
 		var f sql.NullString

@@ -33,6 +33,8 @@ type ProtectBranch struct {
 	Checks     []string
 	Strategy   string
 	DirectPush string
+	// Resolved: submit needs every inline thread resolved.
+	Resolved bool
 }
 
 // ProtectBranch makes (or replaces) the rule of a branch: a repository
@@ -51,6 +53,7 @@ func (s *Service) ProtectBranch(ctx context.Context, who Actor, in ProtectBranch
 	if in.DirectPush != "" {
 		r.DirectPush = in.DirectPush
 	}
+	r.Resolved = in.Resolved
 	if err := branches.Validate(&r); err != nil {
 		return branches.Rule{}, err
 	}
@@ -142,6 +145,9 @@ func RuleLine(r branches.Rule) string {
 	fmt.Fprintf(&b, "%d approval%s", r.Approvals, plural(r.Approvals))
 	if len(r.Checks) > 0 {
 		fmt.Fprintf(&b, ", check%s %s", plural(len(r.Checks)), strings.Join(r.Checks, ", "))
+	}
+	if r.Resolved {
+		b.WriteString(", every thread resolved")
 	}
 	fmt.Fprintf(&b, "; submit by %s; ", r.Strategy)
 	if r.DirectPush == branches.DirectAdmin {

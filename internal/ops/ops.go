@@ -33,6 +33,8 @@ const (
 	FieldLimit      = "limit"
 	FieldFile       = "file"
 	FieldLine       = "line"
+	FieldSide       = "side"
+	FieldReply      = "reply"
 	FieldRevision   = "revision"
 	FieldFrom       = "from"
 	FieldCommit     = "commit"

@@ -153,6 +153,12 @@ func (s *Service) ShowPatch(ctx context.Context, who Actor, ref Ref) (review.Sho
 			return err
 		}
 		out = review.Shown{Listed: s.view(p), Timeline: tl}
+		// The viewer's own drafts, marked, and nobody else's.
+		drafts, err := patches.Drafts(ctx, tx, t.key, t.id, who.Principal)
+		if err != nil {
+			return err
+		}
+		out.Reviews = append(out.Reviews, review.Views(drafts, p.Head().Number)...)
 		if len(p.Parents) > 0 || len(p.Children) > 0 {
 			out.Below, out.Above, err = patches.Chain(ctx, tx, t.key, t.id)
 		}
@@ -262,6 +268,15 @@ type Review struct {
 	// without a Line is a comment on the whole file).
 	File string
 	Line int
+	// Side anchors an inline comment to the revision's file ("" or
+	// patches.SideNew) or to its base's (patches.SideOld).
+	Side string
+	// Reply answers the inline thread of this comment (an id or prefix):
+	// the reply takes its revision, file, line and side.
+	Reply string
+	// Draft keeps it visible only to its author until Publish; a draft
+	// is a comment (the verdict comes with Publish).
+	Draft bool
 	// LeaseToken fences the review: "N" when the patch links exactly one
 	// issue, else "ISSUE:N"; "" means unfenced.
 	LeaseToken string
@@ -298,6 +313,17 @@ func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, err
 	if in.Revision < 0 {
 		return Posted{}, CheckNumbered(FieldRevision, in.Revision)
 	}
+	switch {
+	case in.Side != "" && in.Side != patches.SideOld && in.Side != patches.SideNew:
+		return Posted{}, fault.NewField(fault.Usage, FieldSide, "bad %s %q: want old or new", fault.Field(FieldSide), text.Clip(in.Side))
+	case in.Side != "" && in.File == "":
+		return Posted{}, fault.NewField(fault.Usage, FieldSide, "%s needs %s", fault.Field(FieldSide), fault.Field(FieldFile))
+	case in.Reply != "" && (in.File != "" || in.Line != 0 || in.Side != "" || in.Revision != 0):
+		return Posted{}, fault.NewField(fault.Usage, FieldReply, "a reply takes its anchor from the comment it answers: drop %s, %s, %s and %s",
+			fault.Field(FieldFile), fault.Field(FieldLine), fault.Field(FieldSide), fault.Field(FieldRevision))
+	case in.Draft && in.Verdict != review.Comment:
+		return Posted{}, fault.New(fault.Usage, "a draft is a comment: give the verdict when you publish (patch publish --%s)", in.Verdict)
+	}
 	fence, err := review.ParseFence(in.LeaseToken)
 	if err != nil {
 		return Posted{}, fault.OnField(err, FieldLeaseToken)
@@ -320,7 +346,14 @@ func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, err
 		}
 		rev = revs[in.Revision-1]
 	}
-	r := patches.Review{ID: ids.New(), Revision: rev.Number, Author: who.Principal, Verdict: in.Verdict, Body: body}
+	r := patches.Review{ID: ids.New(), Revision: rev.Number, Author: who.Principal, Verdict: in.Verdict, Body: body, Draft: in.Draft}
+	if in.Reply != "" {
+		to, err := s.threadOf(ctx, t, who, in.Reply)
+		if err != nil {
+			return Posted{}, err
+		}
+		r.Revision, r.File, r.Line, r.Side, r.Thread = to.Revision, to.File, to.Line, to.Side, to.Thread
+	}
 	if in.File != "" {
 		// Revisions never change once pinned, so the anchor is checked
 		// against git before the write transaction.
@@ -328,11 +361,23 @@ func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, err
 		if err != nil {
 			return Posted{}, err
 		}
-		p, err := review.CheckAnchor(ctx, dir, rev, in.File, in.Line)
+		anchor := rev
+		if in.Side == patches.SideOld {
+			// The old side is the revision's base: its file, its lines.
+			anchor.Commit = rev.BaseCommit
+		}
+		p, err := review.CheckAnchor(ctx, dir, anchor, in.File, in.Line)
 		if err != nil {
+			if fe := fault.As(err); in.Side == patches.SideOld && fe.Kind == fault.Usage {
+				err = fault.New(fault.Usage, "on the old side (the base of revision %d): %s", rev.Number, fe.Msg)
+			}
 			return Posted{}, fault.OnField(err, FieldFile)
 		}
 		r.File = &p
+		if in.Side != "" {
+			side := in.Side
+			r.Side = &side
+		}
 		if in.Line > 0 {
 			l := in.Line
 			r.Line = &l
@@ -608,4 +653,145 @@ func (s *Service) EditPatch(ctx context.Context, who Actor, in PatchEdit) (Patch
 		return PatchChange{}, err
 	}
 	return PatchChange{Patch: s.view(p), Changed: len(changed) > 0}, nil
+}
+
+// threadOf is the posted inline comment of t that a reply names.
+func (s *Service) threadOf(ctx context.Context, t target, who Actor, prefix string) (patches.Review, error) {
+	id, err := patches.ResolveComment(ctx, s.DB.R(), t.key, t.id, prefix, who.Principal)
+	if err != nil {
+		return patches.Review{}, fault.OnField(err, FieldReply)
+	}
+	c, err := patches.Comment(ctx, s.DB.R(), t.key, t.id, id, who.Principal)
+	if err != nil {
+		return patches.Review{}, fault.OnField(err, FieldReply)
+	}
+	if c.Thread == nil || c.File == nil {
+		return patches.Review{}, fault.NewField(fault.Usage, FieldReply, "comment %s is not an inline comment: only those have threads", id)
+	}
+	if c.Draft {
+		return patches.Review{}, fault.NewField(fault.Usage, FieldReply, "comment %s is your draft: publish it first", id)
+	}
+	return c, nil
+}
+
+// Publish is patch publish: the caller's drafts on a patch, with an
+// optional verdict and message, posted as one review (one
+// review.posted). A vote needs write access, drafts alone read.
+type Publish struct {
+	Patch Ref
+	// Verdict is review.Approve, RequestChanges or Comment; "" with no
+	// Body posts the drafts alone.
+	Verdict string
+	Body    string
+}
+
+// Published is what a publish posted: the drafts, then the summary.
+type Published struct {
+	Repo, PatchID string
+	Posted        []patches.Review
+}
+
+// PublishDrafts posts who's drafts on a patch, with the verdict and body
+// given, in one write.
+func (s *Service) PublishDrafts(ctx context.Context, who Actor, in Publish) (Published, error) {
+	if in.Verdict != "" {
+		if err := review.CheckVerdict(in.Verdict); err != nil {
+			return Published{}, err
+		}
+	}
+	body := strings.TrimRight(in.Body, "\r\n\t ")
+	if err := text.Check("body", body, review.MaxBody); err != nil {
+		return Published{}, fault.OnField(err, FieldBody)
+	}
+	verdict := in.Verdict
+	if verdict == "" && body != "" {
+		verdict = review.Comment
+	}
+	need := access.Read
+	if verdict != "" {
+		need = review.Need(verdict)
+	}
+	t, err := s.target(ctx, who, in.Patch, need, patches.Resolve, "PATCH")
+	if err != nil {
+		return Published{}, err
+	}
+	var posted []patches.Review
+	err = s.write(ctx, who, func(tx store.Tx) error {
+		p, ok, err := patches.Lookup(ctx, tx, t.key, t.id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fault.New(fault.NotFound, "no patch %s", t.id)
+		}
+		var summary *patches.Review
+		if verdict != "" {
+			if verdict != review.Comment && p.State != patches.Open {
+				return fault.New(fault.Conflict, "patch %s is %s: only comments are taken now", t.id, p.State)
+			}
+			revs, err := patches.RevisionsFor(ctx, tx, t.key, t.id, "")
+			if err != nil {
+				return err
+			}
+			if len(revs) == 0 {
+				return fault.New(fault.NotFound, "patch %s has no revisions", t.id)
+			}
+			summary = &patches.Review{ID: ids.New(), Revision: revs[len(revs)-1].Number, Author: who.Principal, Verdict: verdict, Body: body}
+		}
+		posted, err = patches.Publish(ctx, tx, t.key, t.id, who.Principal, summary, s.now())
+		return err
+	})
+	if err != nil {
+		return Published{}, err
+	}
+	s.logPatch(ctx, "drafts published", t.id, "comments", len(posted), "verdict", verdict)
+	return Published{Repo: t.key, PatchID: t.id, Posted: posted}, nil
+}
+
+// Resolve is patch resolve: an inline thread marked resolved, or not.
+type Resolve struct {
+	Patch     Ref
+	Comment   string // any comment of the thread (id or prefix)
+	Unresolve bool
+}
+
+// Resolved is a thread's new state.
+type Resolved struct {
+	Repo     string `json:"repo"`
+	PatchID  string `json:"patch_id"`
+	Thread   string `json:"thread"`
+	Resolved bool   `json:"resolved"`
+	// Changed is false when the thread already was in that state.
+	Changed bool `json:"changed"`
+}
+
+// ResolveThread marks the inline thread of a comment resolved (or
+// unresolved): its first comment's author or a writer may.
+func (s *Service) ResolveThread(ctx context.Context, who Actor, in Resolve) (Resolved, error) {
+	t, err := s.target(ctx, who, in.Patch, access.Read, patches.Resolve, "PATCH")
+	if err != nil {
+		return Resolved{}, err
+	}
+	c, err := s.threadOf(ctx, t, who, in.Comment)
+	if err != nil {
+		return Resolved{}, err
+	}
+	thread := *c.Thread
+	root, err := patches.Comment(ctx, s.DB.R(), t.key, t.id, thread, who.Principal)
+	if err != nil {
+		return Resolved{}, err
+	}
+	if root.Author != who.Principal && t.lvl < access.Write {
+		return Resolved{}, fault.New(fault.Denied, "only the thread's author (%s) or a writer may resolve it", root.Author)
+	}
+	out := Resolved{Repo: t.key, PatchID: t.id, Thread: thread, Resolved: !in.Unresolve}
+	err = s.write(ctx, who, func(tx store.Tx) error {
+		out.Changed, err = patches.SetResolved(ctx, tx, t.key, t.id, thread, !in.Unresolve, who.Principal, s.now())
+		return err
+	})
+	if err != nil {
+		return Resolved{}, err
+	}
+	s.logPatch(ctx, "thread resolved", t.id, "thread", thread, "resolved", out.Resolved, "changed", out.Changed)
+	return out, nil
 }

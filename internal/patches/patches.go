@@ -89,6 +89,13 @@ type Review struct {
 	File      *string    `json:"file"`
 	Line      *int       `json:"line"`
 	CreatedAt store.Time `json:"created_at"`
+	// Side (SideOld or SideNew) and Thread (its first comment's id) are
+	// an inline comment's, null otherwise; Resolved is its thread's.
+	Side     *string `json:"side"`
+	Thread   *string `json:"thread"`
+	Resolved bool    `json:"resolved"`
+	// Draft: only its author sees it, until patch publish.
+	Draft bool `json:"draft,omitempty"`
 }
 
 // Patch is the contract's patch object plus a few extra fields.
@@ -324,7 +331,7 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	if err != nil {
 		return nil, fmt.Errorf("list patches: issues: %w", err)
 	}
-	err = store.Each(ctx, q, "SELECT patch_id, "+reviewCols+" FROM reviews "+inPage+" ORDER BY seq", pageArgs,
+	err = store.Each(ctx, q, "SELECT patch_id, "+reviewCols+" FROM reviews "+inPage+" AND draft = 0 ORDER BY seq", pageArgs,
 		func(rows *sql.Rows) error {
 			var id string
 			r, err := scanReview(rows, &id)

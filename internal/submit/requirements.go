@@ -21,6 +21,8 @@ const (
 	// ReqParents holds when no patch below this one in its stack is
 	// still open, or when patch submit --chain submits them with it.
 	ReqParents = "parents"
+	// ReqResolved is a rule's --resolved: no unresolved inline thread.
+	ReqResolved = "resolved"
 )
 
 // Requirement is one submit requirement and whether it holds.
@@ -183,6 +185,19 @@ func Evaluate(f Facts) Status {
 			default:
 				add(ReqCheckPrefix+name, true, "success (%s)", c.By)
 			}
+		}
+	}
+	if f.Rule != nil && f.Rule.Resolved {
+		var open []string
+		for _, r := range p.Reviews {
+			if r.Thread != nil && *r.Thread == r.ID && !r.Resolved && !r.Draft {
+				open = append(open, shortID(r.ID))
+			}
+		}
+		if len(open) > 0 {
+			add(ReqResolved, false, "%d unresolved thread%s: %s", len(open), map[bool]string{true: "", false: "s"}[len(open) == 1], strings.Join(open, ", "))
+		} else {
+			add(ReqResolved, true, "every thread resolved")
 		}
 	}
 	if f.Mergeable != nil {

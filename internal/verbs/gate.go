@@ -28,12 +28,13 @@ func BranchCommand(env *Env) *cli.Command {
 			{
 				Name:      "protect",
 				Usage:     "protect a branch, or replace its rule (repository admin)",
-				ArgsUsage: "REPO BRANCH [--approvals N] [--check NAME]… [--strategy merge|ff-only|rebase|squash] [--direct-push none|admin]",
+				ArgsUsage: "REPO BRANCH [--approvals N] [--check NAME]… [--strategy merge|ff-only|rebase|squash] [--direct-push none|admin] [--resolved]",
 				Flags: []cli.Flag{
 					&cli.IntFlag{Name: "approvals", Value: 1, Usage: "approvals a submit needs, from writers other than the author and the pusher"},
 					&cli.StringSliceFlag{Name: "check", Usage: "a check that must be success (repeatable)"},
 					&cli.StringFlag{Name: "strategy", Value: branches.Merge, Usage: "how patch submit merges by default"},
 					&cli.StringFlag{Name: "direct-push", Value: branches.DirectNone, Usage: "none, or admin: a repository admin may still fast-forward it"},
+					&cli.BoolFlag{Name: "resolved", Usage: "submit needs every inline thread resolved"},
 					JSONFlag,
 				},
 				Action: env.branchProtect,
@@ -63,7 +64,7 @@ func (env *Env) branchProtect(c *cli.Context) error {
 	}
 	n := c.Int("approvals")
 	in := ops.ProtectBranch{Repo: args[0], Branch: args[1], Approvals: &n, Checks: c.StringSlice("check"),
-		Strategy: c.String("strategy"), DirectPush: c.String("direct-push")}
+		Strategy: c.String("strategy"), DirectPush: c.String("direct-push"), Resolved: c.Bool("resolved")}
 	if in.Checks == nil {
 		in.Checks = []string{}
 	}

@@ -49,7 +49,7 @@ func patchCommand(env *Env) *cli.Command {
 			{
 				Name:      "review",
 				Usage:     "review a revision, or comment inline on one of its files",
-				ArgsUsage: "REPO ID (--approve|--request-changes|--comment) [--revision N] [--file PATH [--line L]] --body B|- [--lease-token N|ISSUE:N]",
+				ArgsUsage: "REPO ID (--approve|--request-changes|--comment) [--revision N] [--file PATH [--line L] [--side old|new]] [--reply COMMENT] --body B|- [--draft] [--lease-token N|ISSUE:N]",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "approve", Usage: "vote to approve (needs write access)"},
 					&cli.BoolFlag{Name: "request-changes", Usage: "vote against until changed (needs write access)"},
@@ -57,11 +57,37 @@ func patchCommand(env *Env) *cli.Command {
 					&cli.IntFlag{Name: "revision", Usage: "the revision reviewed", DefaultText: "the latest"},
 					&cli.StringFlag{Name: "file", Usage: "anchor the comment to this file of the revision"},
 					&cli.IntFlag{Name: "line", Usage: "and to this line of it (from 1)"},
+					&cli.StringFlag{Name: "side", Usage: "new (the revision's file, the default) or old (its base's)"},
+					&cli.StringFlag{Name: "reply", Usage: "answer the inline thread of this comment (id or prefix)"},
 					&cli.StringFlag{Name: "body", Usage: "markdown body; - reads stdin"},
+					&cli.BoolFlag{Name: "draft", Usage: "keep it a draft, seen only by you, until patch publish"},
 					&cli.StringFlag{Name: "lease-token", Usage: "fencing token: N when the patch links one issue, else ISSUE:N"},
 					JSONFlag,
 				},
 				Action: env.patchReview,
+			},
+			{
+				Name:      "publish",
+				Usage:     "post your drafts on a patch, with a verdict and a message, as one review",
+				ArgsUsage: "REPO ID [--approve|--request-changes|--comment] [--body B|-]",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "approve", Usage: "vote to approve (needs write access)"},
+					&cli.BoolFlag{Name: "request-changes", Usage: "vote against until changed (needs write access)"},
+					&cli.BoolFlag{Name: "comment", Usage: "a message without a vote"},
+					&cli.StringFlag{Name: "body", Usage: "markdown message; - reads stdin"},
+					JSONFlag,
+				},
+				Action: env.patchPublish,
+			},
+			{
+				Name:      "resolve",
+				Usage:     "mark an inline thread resolved (its author or a writer)",
+				ArgsUsage: "REPO ID COMMENT [--unresolve]",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "unresolve", Usage: "open the thread again"},
+					JSONFlag,
+				},
+				Action: env.patchResolve,
 			},
 			{
 				Name:      "close",
@@ -365,7 +391,8 @@ func (env *Env) patchReview(c *cli.Context) error {
 	}
 	posted, err := env.Ops().Review(c.Context, env.actor(), ops.Review{
 		Patch: r, Verdict: verdicts[0], Body: body,
-		Revision: rev, File: c.String("file"), Line: line,
+		Revision: rev, File: c.String("file"), Line: line, Side: c.String("side"),
+		Reply: c.String("reply"), Draft: c.Bool("draft"),
 		LeaseToken: c.String("lease-token"),
 	})
 	if err != nil {
@@ -377,7 +404,64 @@ func (env *Env) patchReview(c *cli.Context) error {
 		if v.IsInline() {
 			what = fmt.Sprintf("%s commented on %s in revision %d", env.Principal, v.Anchor(), v.Revision)
 		}
-		fmt.Fprintf(w, "review %s: %s of patch %s%s\n", v.ID, what, posted.PatchID, olderNote(v))
+		draft := ""
+		if v.Draft {
+			draft = " (draft: patch publish posts it)"
+		}
+		fmt.Fprintf(w, "review %s: %s of patch %s%s%s\n", v.ID, what, posted.PatchID, olderNote(v), draft)
+	})
+}
+
+func (env *Env) patchPublish(c *cli.Context) error {
+	verdict := ""
+	for _, v := range []string{review.Approve, review.RequestChanges, review.Comment} {
+		if c.Bool(v) {
+			if verdict != "" {
+				return fault.New(fault.Usage, "give at most one of --approve, --request-changes or --comment")
+			}
+			verdict = v
+		}
+	}
+	r, err := ref(c)
+	if err != nil {
+		return err
+	}
+	body, err := env.Body(c, "body")
+	if err != nil {
+		return err
+	}
+	out, err := env.Ops().PublishDrafts(c.Context, env.actor(), ops.Publish{Patch: r, Verdict: verdict, Body: body})
+	if err != nil {
+		return err
+	}
+	return env.Print(c, out.Posted, func(w io.Writer) {
+		for _, v := range out.Posted {
+			fmt.Fprintf(w, "review %s: %s %s on patch %s\n", v.ID, env.Principal, verdictText(v.Verdict), out.PatchID)
+		}
+	})
+}
+
+func (env *Env) patchResolve(c *cli.Context) error {
+	args, err := Args(c, "repo", "id", "comment")
+	if err != nil {
+		return err
+	}
+	out, err := env.Ops().ResolveThread(c.Context, env.actor(), ops.Resolve{
+		Patch: ops.Ref{Repo: args[0], ID: args[1]}, Comment: args[2], Unresolve: c.Bool("unresolve"),
+	})
+	if err != nil {
+		return err
+	}
+	return env.Print(c, out, func(w io.Writer) {
+		state := "resolved"
+		if !out.Resolved {
+			state = "unresolved"
+		}
+		already := ""
+		if !out.Changed {
+			already = "already "
+		}
+		fmt.Fprintf(w, "thread %s of patch %s %s%s\n", out.Thread, out.PatchID, already, state)
 	})
 }
 

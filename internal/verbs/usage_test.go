@@ -37,7 +37,7 @@ func TestUsageErrors(t *testing.T) {
 		{`isue list demo`, `collab: unknown command "isue" (did you mean "issue"?); run 'help' for the list`},
 		{`pach list demo`, `(did you mean "patch"?)`},
 		{`frobnicate`, `collab: unknown command "frobnicate"; run 'help' for the list`},
-		{`patch lst demo`, `collab: unknown subcommand "lst" of patch (did you mean "list"?); one of: list, show, diff, review, close, reopen, merge`},
+		{`patch lst demo`, `collab: unknown subcommand "lst" of patch (did you mean "list"?); one of: list, show, diff, review, publish, resolve, close, reopen, merge`},
 		{`lease`, `collab: usage: lease SUBCOMMAND (one of: `},
 		// The gate's verbs read the same way.
 		{`branch protect demo`, `collab: usage: branch protect REPO BRANCH: missing BRANCH`},

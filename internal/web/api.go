@@ -353,6 +353,9 @@ func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
 		Revision int    `json:"revision"`
 		File     string `json:"file"`
 		Line     int    `json:"line"`
+		Side     string `json:"side"`
+		Reply    string `json:"reply"`
+		Draft    bool   `json:"draft"`
 	}
 	if err := decode(r, &b); err != nil {
 		return err
@@ -362,6 +365,7 @@ func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
 	}
 	posted, err := s.ops.Review(r.Context(), actor(r), ops.Review{
 		Patch: ref, Verdict: b.Verdict, Body: b.Body, Revision: b.Revision, File: b.File, Line: b.Line,
+		Side: b.Side, Reply: b.Reply, Draft: b.Draft,
 		LeaseToken: strings.TrimSpace(r.Header.Get("X-Lease-Token")),
 	})
 	if err != nil {
@@ -369,5 +373,48 @@ func (s *Server) apiReview(w http.ResponseWriter, r *http.Request) error {
 	}
 	// As `patch review --json`: the review marked outdated or not.
 	writeJSON(w, http.StatusCreated, posted.Review)
+	return nil
+}
+
+// apiPublish is POST …/patches/ID/publish: the caller's drafts, with an
+// optional verdict and body, as one review; 201 with what was posted.
+func (s *Server) apiPublish(w http.ResponseWriter, r *http.Request) error {
+	ref, err := idRef(r)
+	if err != nil {
+		return err
+	}
+	var b struct {
+		Verdict string `json:"verdict"`
+		Body    string `json:"body"`
+	}
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	out, err := s.ops.PublishDrafts(r.Context(), actor(r), ops.Publish{Patch: ref, Verdict: b.Verdict, Body: b.Body})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out.Posted)
+	return nil
+}
+
+// apiResolve is POST …/patches/ID/reviews/COMMENT/resolve (body
+// {"resolved": false} reopens): the thread's new state.
+func (s *Server) apiResolve(w http.ResponseWriter, r *http.Request) error {
+	ref, err := idRef(r)
+	if err != nil {
+		return err
+	}
+	b := struct {
+		Resolved *bool `json:"resolved"`
+	}{}
+	if err := decode(r, &b); err != nil {
+		return err
+	}
+	out, err := s.ops.ResolveThread(r.Context(), actor(r), ops.Resolve{Patch: ref, Comment: pathVar(r, "comment"), Unresolve: b.Resolved != nil && !*b.Resolved})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -141,12 +141,13 @@ func (s *Server) apiProtect(w http.ResponseWriter, r *http.Request) error {
 		Checks     []string `json:"checks"`
 		Strategy   string   `json:"strategy"`
 		DirectPush string   `json:"direct_push"`
+		Resolved   bool     `json:"resolved"`
 	}
 	if err := decode(r, &b); err != nil {
 		return err
 	}
 	out, err := s.ops.ProtectBranch(r.Context(), actor(r), ops.ProtectBranch{
-		Repo: name, Branch: pathVar(r, "branch"), Approvals: b.Approvals, Checks: b.Checks, Strategy: b.Strategy, DirectPush: b.DirectPush,
+		Repo: name, Branch: pathVar(r, "branch"), Approvals: b.Approvals, Checks: b.Checks, Strategy: b.Strategy, DirectPush: b.DirectPush, Resolved: b.Resolved,
 	})
 	if err != nil {
 		return err

@@ -325,6 +325,8 @@ func (s *Server) routes() *mux.Router {
 		api.HandleFunc(rp+"/patches", s.h(s.apiPatches)).Methods("GET")
 		api.HandleFunc(rp+"/patches/{id}", s.h(s.apiPatch)).Methods("GET")
 		api.HandleFunc(rp+"/patches/{id}/reviews", s.h(s.apiReview)).Methods("POST")
+		api.HandleFunc(rp+"/patches/{id}/publish", s.h(s.apiPublish)).Methods("POST")
+		api.HandleFunc(rp+"/patches/{id}/reviews/{comment}/resolve", s.h(s.apiResolve)).Methods("POST")
 		s.gateRoutes(api, rp)
 	}
 	api.HandleFunc("/repos/{repo}", s.h(s.apiRepo)).Methods("GET")

@@ -399,6 +399,9 @@ func TestEveryKindFromRealVerbs(t *testing.T) {
 	git(t, home, work, "push", repo, "HEAD:refs/for/main")
 	s.verb("ada", "patch edit demo 8b2f6c1e --description 'An empty file is a valid config.'")
 	s.verb("ada", "patch review demo 8b2f6c1e --approve --body lgtm")
+	posted := s.verb("ada", "patch review demo 8b2f6c1e --comment --file b.txt --line 1 --body why")
+	comment := strings.Fields(posted)[1] // "review ID: …"
+	s.verb("ada", "patch resolve demo 8b2f6c1e "+strings.TrimSuffix(comment, ":"))
 	s.verb("ada", "patch check demo 8b2f6c1e ci/test --state success")
 	s.verb("ada", "branch protect demo main --approvals 0")
 	s.verb("ada", "branch unprotect demo main")
