@@ -704,8 +704,12 @@ func (s *Service) PublishDrafts(ctx context.Context, who Actor, in Publish) (Pub
 		return Published{}, fault.OnField(err, FieldBody)
 	}
 	verdict := in.Verdict
-	if verdict == "" && body != "" {
+	switch {
+	case verdict == "" && body != "":
 		verdict = review.Comment
+	case verdict == review.Comment && body == "":
+		// A message-less comment adds nothing to the drafts it posts.
+		verdict = ""
 	}
 	need := access.Read
 	if verdict != "" {

@@ -47,7 +47,22 @@ type dline struct {
 	Sign     string
 	Text     string
 	HTML     template.HTML
-	Comments []patches.Review
+	// Threads are the inline threads anchored here (either side).
+	Threads []*thread
+	// FormOld and FormNew: the page opens the comment form here, for
+	// that side's line (?cf=FILE&cs=SIDE&cl=LINE).
+	FormOld, FormNew bool
+}
+
+// thread is an inline comment and its replies, in order.
+type thread struct {
+	Root    patches.Review
+	Replies []patches.Review
+}
+
+// Comments are the thread's comments, the first one first.
+func (t *thread) Comments() []patches.Review {
+	return append([]patches.Review{t.Root}, t.Replies...)
 }
 
 // drow is a row of the side-by-side view: a deleted line beside the added
@@ -56,13 +71,21 @@ type drow struct {
 	Left, Right *dline
 }
 
-// Comments are the inline comments of the row: they belong to the new
-// side (an anchor names a line of the revision's tree).
-func (r drow) Comments() []patches.Review {
-	if r.Right != nil {
-		return r.Right.Comments
+// Threads are the inline threads of the row, either side's.
+func (r drow) Threads() []*thread {
+	var out []*thread
+	if r.Left != nil {
+		out = append(out, r.Left.Threads...)
 	}
-	return nil
+	if r.Right != nil && r.Right != r.Left {
+		out = append(out, r.Right.Threads...)
+	}
+	return out
+}
+
+// Form says whether the row carries the comment form.
+func (r drow) Form() bool {
+	return r.Left != nil && (r.Left.FormOld || r.Left.FormNew) || r.Right != nil && (r.Right.FormOld || r.Right.FormNew)
 }
 
 // parseDiff reads git's unified diff into files, numbering both sides.
@@ -387,32 +410,79 @@ func colour(ctx context.Context, hl colourer, f *dfile, budget int) int {
 	return used
 }
 
-// place puts each inline comment under the new-side line it names and
-// returns those whose line the diff does not show.
+// place puts each inline thread under the line its first comment names
+// (on its side: the old side's line numbers are the base's) and returns
+// the comments whose line the diff does not show. Replies follow their
+// thread wherever it is.
 func place(files []*dfile, inline []patches.Review) []patches.Review {
 	type anchor struct {
 		file string
+		old  bool
 		line int
 	}
 	at := map[anchor]*dline{}
 	for _, f := range files {
+		oldPath := f.Path
+		if f.OldPath != "" {
+			oldPath = f.OldPath
+		}
 		for _, h := range f.Hunks {
 			for _, d := range h.Lines {
 				if d.New > 0 {
-					at[anchor{f.Path, d.New}] = d
+					at[anchor{f.Path, false, d.New}] = d
+				}
+				if d.Old > 0 {
+					at[anchor{oldPath, true, d.Old}] = d
 				}
 			}
 		}
 	}
+	threads := map[string]*thread{}
 	var rest []patches.Review
 	for _, rv := range inline {
-		if d := at[anchor{deref(rv.File), derefInt(rv.Line)}]; d != nil {
-			d.Comments = append(d.Comments, rv)
+		if rv.Thread != nil && *rv.Thread != rv.ID {
+			if t := threads[*rv.Thread]; t != nil {
+				t.Replies = append(t.Replies, rv)
+				continue
+			}
+		}
+		old := rv.Side != nil && *rv.Side == patches.SideOld
+		if d := at[anchor{deref(rv.File), old, derefInt(rv.Line)}]; d != nil {
+			t := &thread{Root: rv}
+			d.Threads = append(d.Threads, t)
+			threads[rv.ID] = t
 			continue
 		}
 		rest = append(rest, rv)
 	}
 	return rest
+}
+
+// openForm marks the line of file n, side (patches.SideOld or SideNew)
+// and line number where the page shows the comment form; it reports the
+// file's path, or "" when the diff has no such line.
+func openForm(files []*dfile, n int, side string, line int) string {
+	for _, f := range files {
+		if f.N != n {
+			continue
+		}
+		for _, h := range f.Hunks {
+			for _, d := range h.Lines {
+				switch {
+				case side == patches.SideOld && d.Old == line:
+					d.FormOld = true
+					if f.OldPath != "" {
+						return f.OldPath
+					}
+					return f.Path
+				case side == patches.SideNew && d.New == line:
+					d.FormNew = true
+					return f.Path
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // pair lays a hunk's lines out side by side: a run of deletions beside

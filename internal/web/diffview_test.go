@@ -87,15 +87,27 @@ index 6666666..0000000
 
 func TestBuildDiffPlacesComments(t *testing.T) {
 	text := "diff --git a/f.go b/f.go\n--- a/f.go\n+++ b/f.go\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n"
-	file, line, other := "f.go", 2, 9
-	inline := []patches.Review{{ID: "on", File: &file, Line: &line}, {ID: "off", File: &file, Line: &other}}
+	file, line, other, first := "f.go", 2, 9, 1
+	old, on := patches.SideOld, "on"
+	inline := []patches.Review{{ID: "on", File: &file, Line: &line}, {ID: "off", File: &file, Line: &other},
+		{ID: "reply", File: &file, Line: &line, Thread: &on}, {ID: "gone", File: &file, Line: &first, Side: &old}}
 	v := buildDiff(context.Background(), colourer{hl: highlight.New(), cache: cache.New[template.HTML](1 << 20)}, diff.Result{Text: text, Skipped: []diff.Skip{{Path: "big.bin", OldPath: "big.bin", Reason: "over the read budget"}}}, inline)
 	if len(v.Rest) != 1 || v.Rest[0].ID != "off" {
 		t.Fatalf("unplaced: %+v", v.Rest)
 	}
 	ctx := v.Files[0].Hunks[0].Lines[2]
-	if ctx.New != 2 || len(ctx.Comments) != 1 || ctx.Comments[0].ID != "on" {
-		t.Fatalf("comment not under new line 2: %+v", ctx)
+	if ctx.New != 2 || len(ctx.Threads) != 1 || ctx.Threads[0].Root.ID != "on" ||
+		len(ctx.Threads[0].Replies) != 1 || ctx.Threads[0].Replies[0].ID != "reply" {
+		t.Fatalf("thread not under new line 2: %+v", ctx)
+	}
+	if del := v.Files[0].Hunks[0].Lines[0]; del.Old != 1 || len(del.Threads) != 1 || del.Threads[0].Root.ID != "gone" {
+		t.Fatalf("old-side comment not under old line 1: %+v", del)
+	}
+	if p := openForm(v.Files, 1, patches.SideOld, 1); p != "f.go" || !v.Files[0].Hunks[0].Lines[0].FormOld {
+		t.Fatalf("openForm old 1 = %q", p)
+	}
+	if p := openForm(v.Files, 1, patches.SideNew, 7); p != "" {
+		t.Fatalf("openForm of a line the diff lacks = %q", p)
 	}
 	if len(v.Files) != 2 || v.Files[1].Skipped == "" || v.Files[1].OldPath != "" {
 		t.Fatalf("skipped file: %+v", v.Files[1])

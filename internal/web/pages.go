@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/text"
 )
 
@@ -337,15 +339,40 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	data["Revisions"] = revLinks
 	var general, inline []patches.Review
-	for _, rv := range p.Reviews {
-		// An anchor names a line of its revision's tree: the new side of
-		// that revision's diff and of an interdiff into it.
-		if rv.File != nil && rv.Line != nil && rv.Revision == to {
+	drafts := 0
+	for _, v := range shown.Reviews {
+		rv := v.Review
+		if rv.Draft {
+			drafts++
+		}
+		// An anchor names a line of its revision's tree (new side) or of
+		// that revision's base (old side): both show in the revision's
+		// diff, the new side only in an interdiff into it.
+		old := rv.Side != nil && *rv.Side == patches.SideOld
+		if rv.File != nil && rv.Line != nil && rv.Revision == to && (from == 0 || !old) {
 			inline = append(inline, rv)
 		} else {
 			general = append(general, rv)
 		}
 	}
+	data["Drafts"] = drafts
+	// Every line number links to this page with the comment form open
+	// at that line: server-rendered, no script needed.
+	base := self(view, from, to)
+	if strings.Contains(base, "?") {
+		base += "&"
+	} else {
+		base += "?"
+	}
+	data["CommentBase"] = base
+	back := url.Values{}
+	for _, k := range []string{"rev", "from", "view"} {
+		if v := q.Get(k); v != "" {
+			back.Set(k, v)
+		}
+	}
+	data["Back"] = back.Encode()
+	form := pageForm(r)
 	if to > 0 {
 		d, err := s.ops.PatchDiff(r.Context(), actor(r), ops.PatchDiff{Patch: ops.Ref{Repo: ref.Repo, ID: p.ID}, Revision: to, From: from})
 		if err != nil {
@@ -363,6 +390,12 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("commits of patch %s revision %d: %w", p.ID, to, err)
 		}
 		dv := buildDiff(r.Context(), s.colour(), res, inline)
+		if form.file > 0 && from == 0 {
+			if path := openForm(dv.Files, form.file, form.side, form.line); path != "" {
+				form.path = path
+				data["Form"] = form
+			}
+		}
 		data["Diff"] = res
 		data["View2"] = dv
 		data["Commits"] = commitRows(key, commits)
@@ -410,7 +443,11 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in := ops.Review{Patch: ref, Verdict: r.PostFormValue("verdict"),
-		Body: crlf(r.PostFormValue("body")), File: strings.TrimSpace(r.PostFormValue("file"))}
+		Body: crlf(r.PostFormValue("body")), File: strings.TrimSpace(r.PostFormValue("file")),
+		Side: r.PostFormValue("side"), Reply: r.PostFormValue("reply"), Draft: r.PostFormValue("draft") != ""}
+	if in.Verdict == "" {
+		in.Verdict = review.Comment
+	}
 	for _, f := range []struct {
 		name string
 		dst  *int
@@ -423,10 +460,118 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 			*f.dst = n
 		}
 	}
+	if r.PostFormValue("publish") != "" {
+		// The page's Reply box: the viewer's drafts go out with it.
+		out, err := s.ops.PublishDrafts(r.Context(), actor(r), ops.Publish{Patch: ref, Verdict: in.Verdict, Body: in.Body})
+		if err != nil {
+			return err
+		}
+		target := pagePath(out.Repo, "patches", out.PatchID)
+		if n := len(out.Posted); n > 0 {
+			target += "?rev=" + strconv.Itoa(out.Posted[n-1].Revision) + "#r-" + out.Posted[n-1].ID
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return nil
+	}
 	posted, err := s.ops.Review(r.Context(), actor(r), in)
+	if fe := fault.As(err); err != nil && r.PostFormValue("cf") != "" && (fe.Kind == fault.Usage || fe.Kind == fault.NotFound) {
+		// A refused line comment: the page again, its form open at that
+		// line with what was typed and what was wrong.
+		return s.refusedForm(w, r, ref, in, fe.Msg)
+	}
 	if err != nil {
 		return err
 	}
 	http.Redirect(w, r, pagePath(posted.Repo, "patches", posted.PatchID)+"?rev="+strconv.Itoa(posted.Review.Revision)+"#r-"+posted.Review.ID, http.StatusSeeOther)
 	return nil
 }
+
+// refusedForm renders the patch page with the line comment form open
+// where it was posted from, holding its text and the refusal.
+func (s *Server) refusedForm(w http.ResponseWriter, r *http.Request, ref ops.Ref, in ops.Review, msg string) error {
+	q := url.Values{}
+	for _, k := range []string{"cf", "cs", "cl", "view"} {
+		if v := r.PostFormValue(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	if in.Revision > 0 {
+		q.Set("rev", strconv.Itoa(in.Revision))
+	}
+	g := r.Clone(r.Context())
+	g.Method, g.URL.RawQuery = http.MethodGet, q.Encode()
+	f := pageForm(g)
+	f.Body, f.Error = in.Body, msg
+	g = g.WithContext(context.WithValue(g.Context(), refusedFormKey{}, f))
+	w.Header().Set("X-Collab-Refused", "1")
+	return s.pagePatch(statusWriter{ResponseWriter: w, status: http.StatusUnprocessableEntity}, g)
+}
+
+// statusWriter answers with its status in place of the page's 200.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w statusWriter) WriteHeader(code int) {
+	if code == http.StatusOK {
+		code = w.status
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// postResolve resolves (or, with unresolve, reopens) an inline thread
+// from the patch page.
+func (s *Server) postResolve(w http.ResponseWriter, r *http.Request) error {
+	ref, err := s.formRef(w, r)
+	if err != nil {
+		return err
+	}
+	out, err := s.ops.ResolveThread(r.Context(), actor(r), ops.Resolve{Patch: ref, Comment: pathVar(r, "comment"), Unresolve: r.PostFormValue("unresolve") != ""})
+	if err != nil {
+		return err
+	}
+	back, _ := url.ParseQuery(r.PostFormValue("back"))
+	http.Redirect(w, r, pagePath(out.Repo, "patches", out.PatchID)+"?"+back.Encode()+"#r-"+out.Thread, http.StatusSeeOther)
+	return nil
+}
+
+// lineForm is the inline comment form the page opens at a line
+// (?cf=FILE-N&cs=old|new&cl=LINE), with what a refused post had typed.
+type lineForm struct {
+	file       int
+	side, path string
+	line       int
+	Body       string
+	Error      string
+}
+
+// File, Path, Side and Line are the anchor's, for the form's hidden
+// fields.
+func (f lineForm) File() int    { return f.file }
+func (f lineForm) Path() string { return f.path }
+func (f lineForm) Side() string { return f.side }
+func (f lineForm) Line() int    { return f.line }
+
+// pageForm reads the comment form's anchor from the query; a malformed
+// one opens no form.
+func pageForm(r *http.Request) lineForm {
+	q := r.URL.Query()
+	f := lineForm{side: q.Get("cs")}
+	f.file, _ = strconv.Atoi(q.Get("cf"))
+	f.line, _ = strconv.Atoi(q.Get("cl"))
+	if f.side != patches.SideOld {
+		f.side = patches.SideNew
+	}
+	if f.line < 1 || f.file < 1 {
+		return lineForm{}
+	}
+	if v, ok := r.Context().Value(refusedFormKey{}).(lineForm); ok && v.file == f.file && v.line == f.line && v.side == f.side {
+		f.Body, f.Error = v.Body, v.Error
+	}
+	return f
+}
+
+// refusedFormKey carries a refused line comment back into the page that
+// shows its form again.
+type refusedFormKey struct{}

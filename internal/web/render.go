@@ -50,6 +50,8 @@ func loadPages(s *Server) (*pages, error) {
 			return "?" + q.Encode()
 		},
 		"add": func(a, b int) int { return a + b },
+		// args hands a sub-template the page and one item of it.
+		"args": func(page, item any) map[string]any { return map[string]any{"Page": page, "T": item} },
 		// A relation chain reads newest first, as on Gerrit.
 		"reverse": func(rs []patches.Related) []patches.Related {
 			out := slices.Clone(rs)

@@ -352,6 +352,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/patches", s.h(s.pagePatches)).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}", s.h(s.costly(s.pagePatch))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}/reviews", s.h(s.postReview)).Methods("POST")
+	r.HandleFunc(pr+"/patches/{id}/reviews/{comment}/resolve", s.h(s.postResolve)).Methods("POST")
 	r.HandleFunc(pr+"/patches/{id}/submit", s.h(s.postSubmit)).Methods("POST")
 	r.HandleFunc(pr+"/leases", s.h(s.pageLeases)).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/ref/{id}", s.h(s.pageRef)).Methods("GET", "HEAD")

@@ -1,0 +1,134 @@
+package testscript
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserLineComments reviews in the browser with scripts turned off,
+// as the pages are server-rendered: click a line number, write a comment,
+// save it as a draft (which bob cannot see), publish it with an approval,
+// read bob's reply, resolve the thread; a comment on the old side; and a
+// refused comment keeps its text. At 1280 and 390 pixels.
+func TestBrowserLineComments(t *testing.T) {
+	f := newForge(t)
+	ctx, dialogs := browser(t)
+	tok := jsonField(t, f.verb("alice", "token new --name browser --json"), "token")
+	do(t, ctx,
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+			return err
+		}),
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(f.url+"/login"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tok),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#who")),
+	)
+
+	work := filepath.Join(t.TempDir(), "work")
+	bare := filepath.Join(f.root, "repos", "demo.git")
+	f.git("", "init", "-q", "-b", "main", work)
+	os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\nworld\n"), 0o644)
+	f.git(work, "add", ".")
+	f.git(work, "commit", "-qm", "base")
+	f.git(work, "push", "-q", bare, "main")
+	os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\nbrave new world\n"), 0o644)
+	f.git(work, "commit", "-qam", "Greet the brave new world", "--trailer", "Patch: 00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee")
+	f.git(work, "push", bare, "HEAD:refs/for/main")
+	page := f.url + "/demo/-/patches/00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee"
+
+	// Click new line 2, write, save as a draft.
+	do(t, ctx,
+		chromedp.Navigate(page),
+		chromedp.Click(chromedp.CSS(`#diff a[href*="cs=new&cl=2"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#cform-body")),
+		chromedp.SendKeys(chromedp.CSS("#cform-body"), "Why brave?"),
+		chromedp.Click(chromedp.CSS("#cform-draft")),
+		chromedp.WaitVisible(chromedp.CSS("#diff .comment.draft")),
+	)
+	if got := text(t, ctx, "#diff .comment.draft"); !strings.Contains(got, "Why brave?") || !strings.Contains(got, "greet.txt:2") {
+		t.Fatalf("draft under line 2: %q", got)
+	}
+	// Reloaded, still a draft; bob does not see it.
+	do(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#diff .comment.draft")))
+	if out := f.verb("bob", "patch show demo 00c0ffee --json"); strings.Contains(out, "Why brave?") {
+		t.Fatalf("bob sees alice's draft: %s", out)
+	}
+	screenshot(t, ctx, "patch-draft")
+
+	// The Reply box publishes the draft with an approval, in one review.
+	do(t, ctx,
+		chromedp.SendKeys(chromedp.CSS("#review-body"), "Fine once answered."),
+		chromedp.Click(chromedp.CSS("#review-approve")),
+		chromedp.WaitVisible(chromedp.CSS("#diff .thread")),
+	)
+	out := f.verb("bob", "patch show demo 00c0ffee --json")
+	if !strings.Contains(out, "Why brave?") || !strings.Contains(out, `"verdict": "approve"`) || strings.Contains(out, `"draft": true`) {
+		t.Fatalf("published review as bob sees it: %s", out)
+	}
+	// bob answers in the thread; alice reads it and resolves.
+	var shown struct {
+		Reviews []struct {
+			ID     string  `json:"id"`
+			Thread *string `json:"thread"`
+		} `json:"reviews"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil || len(shown.Reviews) == 0 || shown.Reviews[0].Thread == nil {
+		t.Fatalf("no thread: %v: %s", err, out)
+	}
+	root := shown.Reviews[0].ID
+	f.verb("bob", "patch review demo 00c0ffee --comment --reply "+root+" --body 'Because it is.'")
+	do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#t-"+root)))
+	if got := text(t, ctx, "#t-"+root); !strings.Contains(got, "Because it is.") {
+		t.Fatalf("thread without bob's reply: %q", got)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#resolve-"+root)), chromedp.WaitVisible(chromedp.CSS("#resolved-"+root)))
+	if out := f.verb("bob", "patch show demo 00c0ffee --json"); !strings.Contains(out, `"resolved": true`) {
+		t.Fatalf("thread not resolved: %s", out)
+	}
+
+	// The old side: line 2 of the base.
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`#diff a[href*="cs=old&cl=2"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#cform-body")),
+		chromedp.SendKeys(chromedp.CSS("#cform-body"), "The old world was fine."),
+		chromedp.Click(chromedp.CSS("#cform-comment")),
+		chromedp.WaitVisible(chromedp.CSS("#diff .del + .inline-comment")),
+	)
+	if out := f.verb("bob", "patch show demo 00c0ffee --json"); !strings.Contains(out, `"side": "old"`) {
+		t.Fatalf("no old-side comment: %s", out)
+	}
+
+	// A comment the forge refuses (here: a line the file lacks, as a
+	// stale form would post) keeps its text, and says why, in place.
+	do(t, ctx,
+		chromedp.Navigate(page+"?rev=1&cf=1&cs=new&cl=2#cform"),
+		chromedp.WaitVisible(chromedp.CSS("#cform-body")),
+		chromedp.SetValue(chromedp.CSS(`#cform input[name="line"]`), "99"),
+		chromedp.SendKeys(chromedp.CSS("#cform-body"), "Lost?"),
+		chromedp.Click(chromedp.CSS("#cform-comment")),
+		chromedp.WaitVisible(chromedp.CSS("#cform-error")),
+	)
+	if got := text(t, ctx, "#cform-error"); !strings.Contains(got, "line 99 is past the end of greet.txt") {
+		t.Fatalf("refusal in place: %q", got)
+	}
+	typed, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS("#cform-body")))
+	if err != nil || typed != "Lost?" {
+		t.Fatalf("typed text after the refusal: %q (%v)", typed, err)
+	}
+
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#diff .thread")))
+	screenshot(t, ctx, "patch-thread-phone")
+	if d := dialogs(); len(d) > 0 {
+		t.Fatalf("dialogs opened: %q", d)
+	}
+}
