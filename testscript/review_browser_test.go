@@ -132,3 +132,69 @@ func TestBrowserLineComments(t *testing.T) {
 		t.Fatalf("dialogs opened: %q", d)
 	}
 }
+
+// TestBrowserCommitAndDashboard follows a commit hash from the overview
+// to its page (message, author, parents, diff) and on to its parent, and
+// reads alice's dashboard: what asks for her review, her own patches,
+// the issue she holds.
+func TestBrowserCommitAndDashboard(t *testing.T) {
+	f := newForge(t)
+	ctx, dialogs := browser(t)
+	tok := jsonField(t, f.verb("alice", "token new --name browser --json"), "token")
+	do(t, ctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(f.url+"/login"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tok),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#who")),
+	)
+	work := filepath.Join(t.TempDir(), "work")
+	bare := filepath.Join(f.root, "repos", "demo.git")
+	f.git("", "init", "-q", "-b", "main", work)
+	os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\n"), 0o644)
+	f.git(work, "add", ".")
+	f.git(work, "commit", "-qm", "First words")
+	os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\nworld\n"), 0o644)
+	f.git(work, "commit", "-qam", "Second words", "-m", "A body line.")
+	f.git(work, "push", "-q", bare, "main")
+
+	do(t, ctx, chromedp.Navigate(f.url+"/demo"), chromedp.Click(chromedp.CSS(`a[href*="/-/commit/"]`)), chromedp.WaitVisible(chromedp.CSS("#commit-subject")))
+	if got := text(t, ctx, "#commit-message"); !strings.Contains(got, "Second words") || !strings.Contains(got, "A body line.") {
+		t.Fatalf("commit message: %q", got)
+	}
+	if got := text(t, ctx, "#diff"); !strings.Contains(got, "+world") {
+		t.Fatalf("commit diff: %q", got)
+	}
+	screenshot(t, ctx, "commit")
+	do(t, ctx, chromedp.Click(chromedp.CSS("#commit-parents a")), chromedp.WaitVisible(chromedp.CSS("#commit-subject")))
+	if got := text(t, ctx, "#commit-subject"); got != "First words" {
+		t.Fatalf("parent's page: %q", got)
+	}
+	if got := text(t, ctx, "#commit-parents"); !strings.Contains(got, "none") {
+		t.Fatalf("the first commit's parents: %q", got)
+	}
+
+	// bob's patch asks alice to review; alice's own; an issue she holds.
+	os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\nbrave world\n"), 0o644)
+	f.git(work, "commit", "-qam", "Be brave", "--trailer", "Patch: 00b0b00b0b00b0b00b0b00b0b00b0b00b0b00b0")
+	f.git(work, "push", bare, "HEAD:refs/for/main")
+	f.verb("bob", "patch reviewers demo 00b0b00b --add alice")
+	f.git(work, "commit", "-q", "--allow-empty", "-m", "Alice's own", "--trailer", "Patch: 0a11ce0a11ce0a11ce0a11ce0a11ce0a11ce0a11")
+	f.git(work, "push", bare, "HEAD:refs/for/main")
+	f.verb("alice", "patch edit demo 0a11ce --title 'Alice at work'")
+	issue := jsonField(t, f.verb("bob", "issue new demo --title 'Fix the door' --json"), "id")
+	f.verb("alice", "issue claim demo "+issue)
+	do(t, ctx, chromedp.Click(chromedp.CSS("#dashboard-link")), chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	if got := text(t, ctx, "#waiting"); !strings.Contains(got, "Be brave") || strings.Contains(got, "Alice at work") {
+		t.Fatalf("waiting for review: %q", got)
+	}
+	if got := text(t, ctx, "#holding"); !strings.Contains(got, "Fix the door") || !strings.Contains(got, "open-ended") {
+		t.Fatalf("issues held: %q", got)
+	}
+	screenshot(t, ctx, "dashboard")
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#mine")))
+	screenshot(t, ctx, "dashboard-phone")
+	if d := dialogs(); len(d) > 0 {
+		t.Fatalf("dialogs opened: %q", d)
+	}
+}

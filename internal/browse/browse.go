@@ -366,6 +366,42 @@ func (r Repo) Log(ctx context.Context, commit string, skip, n int) (cs []Commit,
 	return cs, false, nil
 }
 
+// Detail is one commit in full, for its page.
+type Detail struct {
+	Commit
+	Committer, CommitterEmail, CommitterWhen string
+	// Message is the whole message, subject included.
+	Message string
+}
+
+// detailFormat is msgFormat's fields with the committer's, then the raw
+// message (%B).
+const detailFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%cn%x1f%ce%x1f%cI%x1f%B"
+
+// CommitDetail reads the commit id names (a full or abbreviated id, 4 to
+// 64 hex digits); one that is not a commit here is fault.NotFound.
+func (r Repo) CommitDetail(ctx context.Context, id string) (Detail, error) {
+	if len(id) < 4 || len(id) > 64 || !isHex(id) {
+		return Detail{}, fault.New(fault.NotFound, "no such commit: want 4 to 64 hex digits")
+	}
+	out, _, err := r.git.Output(ctx, maxMessages, nil, "log", "-1", "--no-walk", detailFormat, id+"^{commit}", "--")
+	if err != nil {
+		var ge *git.Error
+		if errors.As(err, &ge) && ge.Code == 128 {
+			return Detail{}, fault.New(fault.NotFound, "no commit %s", id)
+		}
+		return Detail{}, err
+	}
+	f := strings.SplitN(string(out), fieldSep, 10)
+	if len(f) != 10 || !git.IsOID(f[0]) {
+		return Detail{}, fault.New(fault.NotFound, "no commit %s", id)
+	}
+	return Detail{
+		Commit:    Commit{OID: f[0], Parents: strings.Fields(f[1]), Author: f[2], AuthorEmail: f[3], When: f[4], Subject: f[5]},
+		Committer: f[6], CommitterEmail: f[7], CommitterWhen: f[8], Message: strings.TrimRight(f[9], "\n"),
+	}, nil
+}
+
 // Range returns the commits of base..tip (full ids) with their messages,
 // oldest first, at most max of them; more says some were left out (the
 // newest ones are kept, as the tip is what a reviewer looks at).

@@ -238,6 +238,8 @@ func List(ctx context.Context, q store.Querier, repo, state string, limit int, a
 type Filter struct {
 	// Reviewer keeps the patches that ask this principal to review them.
 	Reviewer string
+	// Author keeps this principal's patches.
+	Author string
 }
 
 // ListFiltered is List with the patches f keeps.
@@ -262,6 +264,10 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	if f.Reviewer != "" {
 		where += " AND id IN (SELECT patch_id FROM patch_reviewers WHERE repo = ? AND name = ?)"
 		args = append(args, repo, f.Reviewer)
+	}
+	if f.Author != "" {
+		where += " AND author = ?"
+		args = append(args, f.Author)
 	}
 	if after != "" {
 		id, err := Resolve(ctx, q, repo, after)

@@ -183,9 +183,61 @@ type commitRow struct {
 func commitRows(key string, cs []browse.Commit) []commitRow {
 	out := make([]commitRow, len(cs))
 	for i, c := range cs {
-		out[i] = commitRow{Commit: c, URL: codeURL(key, "tree", c.OID, "")}
+		out[i] = commitRow{Commit: c, URL: commitURL(key, c.OID)}
 	}
 	return out
+}
+
+// commitURL is a commit's page.
+func commitURL(key, oid string) string { return repoPath(key) + "/-/commit/" + oid }
+
+// emptyTree is git's empty tree (SHA-1): the first commit's diff is
+// against it.
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+// pageCommit is /REPO/-/commit/OID: the message, author, committer and
+// parents, and the diff against the first parent with the patch page's
+// viewer and budgets.
+func (s *Server) pageCommit(w http.ResponseWriter, r *http.Request) error {
+	key, g, err := s.codeRepo(r)
+	if err != nil {
+		return err
+	}
+	c, err := g.CommitDetail(r.Context(), muxVar(r, "oid"))
+	if err != nil {
+		return err
+	}
+	if c.OID != muxVar(r, "oid") {
+		http.Redirect(w, r, commitURL(key, c.OID)+queryOf(r), http.StatusFound)
+		return nil
+	}
+	base := emptyTree
+	if len(c.Parents) > 0 {
+		base = c.Parents[0]
+	}
+	res, err := s.ops.CommitDiff(r.Context(), actor(r), key, base, c.OID)
+	if err != nil {
+		return err
+	}
+	view := "unified"
+	if r.URL.Query().Get("view") == "split" {
+		view = "split"
+	}
+	u := commitURL(key, c.OID)
+	s.render(w, r, http.StatusOK, "commit", map[string]any{
+		"Title": c.Subject + " · " + c.OID[:10] + " · " + reponame.Display(key), "Repo": key, "Tab": "code",
+		"Commit": c, "TreeURL": codeURL(key, "tree", c.OID, ""),
+		"Diff": res, "View2": buildDiff(r.Context(), s.colour(), res, nil), "View": view,
+		"UnifiedURL": u, "SplitURL": u + "?view=split", "Wrapper": highlight.Wrapper,
+	})
+	return nil
+}
+
+func queryOf(r *http.Request) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return "?" + r.URL.RawQuery
 }
 
 type branchRow struct {

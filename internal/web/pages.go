@@ -44,6 +44,22 @@ func (s *Server) pageRepos(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// pageDashboard is /-/dashboard: what waits for the signed-in reader's
+// review, their open patches and the issues they hold, across every
+// repository they may read. Signed out, it sends them to sign in.
+func (s *Server) pageDashboard(w http.ResponseWriter, r *http.Request) error {
+	if actor(r).Principal == "" {
+		http.Redirect(w, r, "/login?next=/-/dashboard", http.StatusSeeOther)
+		return nil
+	}
+	d, err := s.ops.Dashboard(r.Context(), actor(r))
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "dashboard", map[string]any{"Title": "Dashboard", "D": d})
+	return nil
+}
+
 // pageRef sends a REPO#PREFIX cross-reference to the issue or patch it names.
 func (s *Server) pageRef(w http.ResponseWriter, r *http.Request) error {
 	ref, err := idRef(r)
@@ -218,7 +234,8 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := s.ops.ListPatches(r.Context(), actor(r), ops.ListPatches{Repo: name, State: state, Limit: limit, After: after})
+	reviewer := r.URL.Query().Get("reviewer")
+	list, err := s.ops.ListPatches(r.Context(), actor(r), ops.ListPatches{Repo: name, State: state, Limit: limit, After: after, Reviewer: reviewer})
 	if err != nil {
 		return err
 	}
@@ -235,7 +252,7 @@ func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.render(w, r, http.StatusOK, "patches", map[string]any{
 		"Title": "Patches · " + reponame.Display(key), "Repo": key, "Tab": "patches",
-		"Patches": list, "State": state, "Next": next, "ReviewState": reviewState,
+		"Patches": list, "State": state, "Next": next, "ReviewState": reviewState, "Reviewer": reviewer,
 	})
 	return nil
 }

@@ -20,7 +20,10 @@ type pages struct {
 	sets map[string]*template.Template
 }
 
-var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases", "repo", "tree", "blob", "commits", "branches"}
+var pageNames = []string{"error", "login", "repos", "issues", "issue", "patches", "patch", "leases", "repo", "tree", "blob", "commits", "branches", "commit", "dashboard"}
+
+// withDiff are the pages that show a diff (templates/diff.html).
+var withDiff = map[string]bool{"patch": true, "commit": true}
 
 func loadPages(s *Server) (*pages, error) {
 	funcs := template.FuncMap{
@@ -63,7 +66,11 @@ func loadPages(s *Server) (*pages, error) {
 	}
 	p := &pages{sets: map[string]*template.Template{}}
 	for _, n := range pageNames {
-		t, err := template.New(n).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+n+".html")
+		files := []string{"templates/layout.html", "templates/" + n + ".html"}
+		if withDiff[n] {
+			files = append(files, "templates/diff.html")
+		}
+		t, err := template.New(n).Funcs(funcs).ParseFS(assets, files...)
 		if err != nil {
 			return nil, fmt.Errorf("parse template %s: %w", n, err)
 		}

@@ -337,6 +337,7 @@ func (s *Server) routes() *mux.Router {
 
 	r.HandleFunc("/", s.h(s.pageRepos)).Methods("GET", "HEAD")
 	r.HandleFunc("/login", s.pageLogin).Methods("GET", "HEAD")
+	r.HandleFunc("/-/dashboard", s.h(s.pageDashboard)).Methods("GET", "HEAD")
 	r.HandleFunc("/login", s.postLogin).Methods("POST")
 	r.HandleFunc("/logout", s.postLogout).Methods("POST")
 
@@ -364,6 +365,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/branches", s.h(s.costly(s.pageBranches))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/commits", s.h(s.costly(s.pageCommits))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/commits/{rest:.*}", s.h(s.costly(s.pageCommits))).Methods("GET", "HEAD")
+	r.HandleFunc(pr+"/commit/{oid}", s.h(s.costly(s.pageCommit))).Methods("GET", "HEAD")
 	r.HandleFunc("/{repo:.+?}/-", s.h(s.redirectHome)).Methods("GET", "HEAD")
 	r.HandleFunc("/{repo:.+?}/-/", s.h(s.redirectHome)).Methods("GET", "HEAD")
 	r.HandleFunc("/{repo:[^-].*}", s.h(s.costly(s.pageRepoHome))).Methods("GET", "HEAD")
