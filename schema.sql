@@ -484,6 +484,9 @@ ALTER TABLE reviews ADD COLUMN resolved INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE reviews ADD COLUMN resolved_by TEXT;
 ALTER TABLE reviews ADD COLUMN draft INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX reviews_drafts ON reviews(repo, patch_id, author) WHERE draft = 1;
+-- A patch's title and description follow its latest revision's commit
+-- message until someone sets them (-o title=, patch edit): titled = 1.
+ALTER TABLE patches ADD COLUMN titled INTEGER NOT NULL DEFAULT 0;
 -- branch protect --resolved: submit needs every inline thread resolved.
 ALTER TABLE branch_rules ADD COLUMN resolved INTEGER NOT NULL DEFAULT 0;
 UPDATE reviews SET thread = id, side = 'new' WHERE file IS NOT NULL;

@@ -119,6 +119,9 @@ type Patch struct {
 	// (requests.go), both sorted.
 	Reviewers []string `json:"reviewers"`
 	Hashtags  []string `json:"hashtags"`
+	// Titled: someone set the title or description (push option, patch
+	// edit); until then they follow the latest revision's message.
+	Titled bool `json:"-"`
 	// Parents and Children are its neighbours in a stack (chain.go).
 	Parents  []Related `json:"parents"`
 	Children []Related `json:"children"`
@@ -151,7 +154,7 @@ func ResolveStripped(ctx context.Context, q store.Querier, repo, prefix string) 
 
 const patchCols = `seq, id, repo, title, description, topic, draft, state, author, base,
 	created_at, updated_at, merged_branch, merged_commit, merged_by, merged_at,
-	COALESCE(merged_strategy, 'push'), merged_submitted, COALESCE(merged_content, 'same'), COALESCE(merged_tip, '')`
+	COALESCE(merged_strategy, 'push'), merged_submitted, COALESCE(merged_content, 'same'), COALESCE(merged_tip, ''), titled`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -163,7 +166,7 @@ func scanPatch(s scanner) (Patch, error) {
 	// The typed fields scan as the strings they are, on database/sql's
 	// fast path for *string; the forge wrote these columns itself.
 	err := s.Scan(&p.seq, &p.ID, &p.Repo, &p.Title, &p.Description, &p.Topic, &p.Draft, (*string)(&p.State),
-		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted, &content, &tip)
+		&p.Author, &p.Base, (*string)(&p.CreatedAt), (*string)(&p.UpdatedAt), &mb, &mc, &mby, &mat, &strategy, &submitted, &content, &tip, &p.Titled)
 	if err != nil {
 		return Patch{}, err
 	}

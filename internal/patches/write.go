@@ -21,14 +21,17 @@ type New struct {
 	Draft       bool
 	Author      string
 	Base        string // branch name without refs/heads/
+	// Titled: Title or Description were given, not taken from the
+	// commit message, which then no longer updates them.
+	Titled bool
 }
 
 // Create records a new open patch and emits patch.created, inside tx.
 func Create(ctx context.Context, tx store.Querier, n New, now time.Time) (Patch, error) {
 	at := store.FormatTime(now)
-	_, err := tx.ExecContext(ctx, `INSERT INTO patches(repo, id, title, description, topic, draft, state, author, base, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?)`,
-		n.Repo, n.ID, n.Title, n.Description, n.Topic, n.Draft, n.Author, n.Base, at, at)
+	_, err := tx.ExecContext(ctx, `INSERT INTO patches(repo, id, title, description, topic, draft, state, author, base, created_at, updated_at, titled)
+		VALUES (?, ?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)`,
+		n.Repo, n.ID, n.Title, n.Description, n.Topic, n.Draft, n.Author, n.Base, at, at, n.Titled)
 	if err != nil {
 		return Patch{}, fmt.Errorf("create patch %s: %w", n.ID, err)
 	}
@@ -48,6 +51,10 @@ type Update struct {
 	Topic       *string
 	Draft       *bool
 	Base        *string
+	// FromCommit: Title and Description come from a new revision's commit
+	// message, and apply only while nobody set them; otherwise setting
+	// either marks the patch titled.
+	FromCommit bool
 }
 
 // Edit applies u to the patch inside tx.
@@ -58,11 +65,25 @@ func Edit(ctx context.Context, tx store.Querier, repo, id string, u Update, now 
 		set += ", " + col + " = ?"
 		args = append(args, v)
 	}
-	if u.Title != nil {
-		add("title", *u.Title)
-	}
-	if u.Description != nil {
-		add("description", *u.Description)
+	if u.FromCommit {
+		if u.Title != nil {
+			set += ", title = CASE WHEN titled THEN title ELSE ? END"
+			args = append(args, *u.Title)
+		}
+		if u.Description != nil {
+			set += ", description = CASE WHEN titled THEN description ELSE ? END"
+			args = append(args, *u.Description)
+		}
+	} else {
+		if u.Title != nil {
+			add("title", *u.Title)
+		}
+		if u.Description != nil {
+			add("description", *u.Description)
+		}
+		if u.Title != nil || u.Description != nil {
+			set += ", titled = 1"
+		}
 	}
 	if u.Topic != nil {
 		add("topic", *u.Topic)

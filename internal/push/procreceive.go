@@ -506,6 +506,7 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 		if n.Title == "" {
 			n.Title = "(no subject)"
 		}
+		n.Titled = opts.Title != nil || opts.Description != nil
 		if p, err = patches.Create(ctx, tx, n, now); err != nil {
 			return res, nil, err
 		}
@@ -572,6 +573,21 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 	if !added {
 		res.oldHead = commit
 		return res, revs, nil
+	}
+	if exists && opts.Title == nil && opts.Description == nil {
+		// As on Gerrit, the patch reads as its latest commit message,
+		// unless someone set its title or description.
+		title, body := Subject(msg), Body(msg)
+		if title == "" {
+			title = "(no subject)"
+		}
+		u := patches.Update{Title: &title, Description: &body, FromCommit: true}
+		if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
+			return res, nil, err
+		}
+		if !p.Titled {
+			res.patch.Title, res.patch.Description = title, body
+		}
 	}
 	if len(revs) > 0 {
 		prev := revs[len(revs)-1]
