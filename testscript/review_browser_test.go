@@ -69,7 +69,7 @@ func TestBrowserLineComments(t *testing.T) {
 	do(t, ctx,
 		chromedp.SendKeys(chromedp.CSS("#review-body"), "Fine once answered."),
 		chromedp.Click(chromedp.CSS("#review-approve")),
-		chromedp.WaitVisible(chromedp.CSS("#diff .thread")),
+		chromedp.WaitNotPresent(chromedp.CSS("#diff .comment.draft")),
 	)
 	out := f.verb("bob", "patch show demo 00c0ffee --json")
 	if !strings.Contains(out, "Why brave?") || !strings.Contains(out, `"verdict": "approve"`) || strings.Contains(out, `"draft": true`) {
@@ -192,7 +192,32 @@ func TestBrowserCommitAndDashboard(t *testing.T) {
 		t.Fatalf("issues held: %q", got)
 	}
 	screenshot(t, ctx, "dashboard")
-	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#mine")))
+
+	// Release and claim again from the issue page.
+	do(t, ctx, chromedp.Navigate(f.url+"/demo/-/issues/"+issue), chromedp.Click(chromedp.CSS("#release")), chromedp.WaitVisible(chromedp.CSS("#claim")))
+	if out := f.verb("bob", "issue show demo "+issue+" --json"); !strings.Contains(out, `"lease": null`) {
+		t.Fatalf("released from the page, the forge still has a lease: %s", out)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#claim")), chromedp.WaitVisible(chromedp.CSS("#lease-badge")))
+	if got := text(t, ctx, "#lease-badge"); !strings.Contains(got, "assigned to alice") {
+		t.Fatalf("claimed from the page: %q", got)
+	}
+	// Edit a patch's title, and mark it work in progress, from its page.
+	do(t, ctx,
+		chromedp.Navigate(f.url+"/demo/-/patches/0a11ce0a11ce0a11ce0a11ce0a11ce0a11ce0a11"),
+		chromedp.Click(chromedp.CSS("#patch-edit summary")),
+		chromedp.SetValue(chromedp.CSS("#edit-title"), "Alice, edited in the browser"),
+		chromedp.Click(chromedp.CSS("#edit-save")),
+		chromedp.WaitVisible(chromedp.CSS("#patch-edit:not([open])")),
+	)
+	if got := text(t, ctx, "#patch-title"); got != "Alice, edited in the browser" {
+		t.Fatalf("title after the edit: %q", got)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#mark-wip")), chromedp.WaitVisible(chromedp.CSS("#mark-ready")))
+	if out := f.verb("bob", "patch show demo 0a11ce --json"); !strings.Contains(out, `"draft": true`) {
+		t.Fatalf("not a draft after work in progress: %s", out)
+	}
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(f.url+"/-/dashboard"), chromedp.WaitVisible(chromedp.CSS("#mine")))
 	screenshot(t, ctx, "dashboard-phone")
 	if d := dialogs(); len(d) > 0 {
 		t.Fatalf("dialogs opened: %q", d)

@@ -221,6 +221,87 @@ func (s *Server) postIssueState(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// postIssueClaim is the issue page's Claim (an open-ended lease: the
+// human's "assigned") and Release.
+func (s *Server) postIssueClaim(w http.ResponseWriter, r *http.Request) error {
+	ref, err := s.formRef(w, r)
+	if err != nil {
+		return err
+	}
+	if r.PostFormValue("release") != "" {
+		out, err := s.ops.ReleaseLease(r.Context(), actor(r), ops.Release{Issue: ref})
+		if err != nil {
+			return err
+		}
+		http.Redirect(w, r, pagePath(out.Repo, "issues", out.IssueID), http.StatusSeeOther)
+		return nil
+	}
+	l, err := s.ops.AcquireLease(r.Context(), actor(r), ops.Acquire{Issue: ref})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, pagePath(l.Repo, "issues", l.IssueID), http.StatusSeeOther)
+	return nil
+}
+
+// postIssueEdit edits an issue's title and body from its page.
+func (s *Server) postIssueEdit(w http.ResponseWriter, r *http.Request) error {
+	ref, err := s.formRef(w, r)
+	if err != nil {
+		return err
+	}
+	title, body := r.PostFormValue("title"), crlf(r.PostFormValue("body"))
+	is, _, err := s.ops.EditIssue(r.Context(), actor(r), ops.EditIssue{Issue: ref, Title: &title, Body: &body})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, pagePath(is.Repo, "issues", is.ID), http.StatusSeeOther)
+	return nil
+}
+
+// postPatchEdit is the patch page's actions: close or reopen (state=),
+// ready or work in progress (draft=), reviewers (add=, remove=), title
+// and description (edit=1).
+func (s *Server) postPatchEdit(w http.ResponseWriter, r *http.Request) error {
+	ref, err := s.formRef(w, r)
+	if err != nil {
+		return err
+	}
+	if st := r.PostFormValue("state"); st != "" {
+		ch, err := s.ops.SetPatchState(r.Context(), actor(r), ref, patches.State(st))
+		if err != nil {
+			return err
+		}
+		http.Redirect(w, r, pagePath(ch.Patch.Repo, "patches", ch.Patch.ID), http.StatusSeeOther)
+		return nil
+	}
+	in := ops.PatchEdit{Patch: ref}
+	switch r.PostFormValue("draft") {
+	case "wip":
+		t := true
+		in.Draft = &t
+	case "ready":
+		f := false
+		in.Draft = &f
+	}
+	if v := strings.TrimSpace(r.PostFormValue("add")); v != "" {
+		in.AddReviewers = strings.Fields(strings.ReplaceAll(v, ",", " "))
+	}
+	if v := strings.TrimSpace(r.PostFormValue("remove")); v != "" {
+		in.RemoveReviewers = strings.Fields(strings.ReplaceAll(v, ",", " "))
+	}
+	if r.PostFormValue("edit") != "" {
+		title, desc := r.PostFormValue("title"), crlf(r.PostFormValue("description"))
+		in.Title, in.Description = &title, &desc
+	}
+	ch, err := s.ops.EditPatch(r.Context(), actor(r), in)
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, pagePath(ch.Patch.Repo, "patches", ch.Patch.ID), http.StatusSeeOther)
+	return nil
+}
+
 func (s *Server) pagePatches(w http.ResponseWriter, r *http.Request) error {
 	name, err := repoName(r)
 	if err != nil {
@@ -425,6 +506,8 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	data["Summary"] = shown.Summary
 	data["Submit"] = shown.Submit
 	data["CanSubmit"] = p.State == patches.Open && s.ops.CanSubmit(r.Context(), actor(r), key)
+	// The actions box: the author or a writer (EditPatch decides again).
+	data["CanEdit"] = actor(r).Principal != "" && (actor(r).Principal == p.Author || s.ops.CanSubmit(r.Context(), actor(r), key))
 	s.render(w, r, http.StatusOK, "patch", data)
 	return nil
 }
