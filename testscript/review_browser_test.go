@@ -223,3 +223,57 @@ func TestBrowserCommitAndDashboard(t *testing.T) {
 		t.Fatalf("dialogs opened: %q", d)
 	}
 }
+
+// TestBrowserKeys drives the patch page's keys: ? opens the list of keys,
+// n moves to the next file, r puts the cursor in the review box; the
+// page's own script is the only one it runs.
+func TestBrowserKeys(t *testing.T) {
+	f := newForge(t)
+	ctx, dialogs := browser(t)
+	tok := jsonField(t, f.verb("alice", "token new --name browser --json"), "token")
+	do(t, ctx,
+		chromedp.EmulateViewport(1280, 500),
+		chromedp.Navigate(f.url+"/login"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tok),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS("#who")),
+	)
+	work := filepath.Join(t.TempDir(), "work")
+	bare := filepath.Join(f.root, "repos", "demo.git")
+	f.git("", "init", "-q", "-b", "main", work)
+	f.git(work, "commit", "-q", "--allow-empty", "-m", "base")
+	f.git(work, "push", "-q", bare, "main")
+	for _, name := range []string{"a.txt", "b.txt", "c.txt"} {
+		os.WriteFile(filepath.Join(work, name), []byte(strings.Repeat(name+"\n", 40)), 0o644)
+	}
+	f.git(work, "add", ".")
+	f.git(work, "commit", "-qm", "Three files", "--trailer", "Patch: 0ce00ce00ce00ce00ce00ce00ce00ce00ce00ce0")
+	f.git(work, "push", bare, "HEAD:refs/for/main")
+	do(t, ctx, chromedp.Navigate(f.url+"/demo/-/patches/0ce00ce00ce00ce00ce00ce00ce00ce00ce00ce0"), chromedp.WaitVisible(chromedp.CSS("#diff")))
+	eval := func(js string) any {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	do(t, ctx, chromedp.KeyEvent("?"))
+	if open := eval(`document.getElementById("keys-help").open`); open != true {
+		t.Fatalf("? did not open the list of keys: %v", open)
+	}
+	before := eval(`window.scrollTo(0, 0), window.scrollY`)
+	do(t, ctx, chromedp.KeyEvent("n"), chromedp.KeyEvent("n"))
+	if after := eval(`window.scrollY`); after == before {
+		t.Fatalf("n did not move (scrollY %v)", after)
+	}
+	if top := eval(`Math.round(document.querySelectorAll(".dfile")[1].getBoundingClientRect().top)`); top != float64(0) {
+		t.Fatalf("after n n the second file is at %v, want the top", top)
+	}
+	do(t, ctx, chromedp.KeyEvent("r"))
+	if id := eval(`document.activeElement.id`); id != "review-body" {
+		t.Fatalf("r focused %v", id)
+	}
+	if d := dialogs(); len(d) > 0 {
+		t.Fatalf("dialogs opened: %q", d)
+	}
+}
