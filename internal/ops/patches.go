@@ -373,6 +373,9 @@ func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, err
 			}
 			return Posted{}, fault.OnField(err, FieldFile)
 		}
+		if err := review.InDiff(ctx, dir, rev, p); err != nil {
+			return Posted{}, fault.OnField(err, FieldFile)
+		}
 		r.File = &p
 		if in.Side != "" {
 			side := in.Side

@@ -102,6 +102,24 @@ func CheckAnchor(ctx context.Context, repoDir string, rev patches.Revision, file
 	return p, nil
 }
 
+// InDiff refuses an inline comment on a file (a path CheckAnchor
+// cleaned) that the revision's diff, base..commit, does not touch: a
+// reviewer comments on what the patch changes. Renames count on both
+// sides (old path and new).
+func InDiff(ctx context.Context, repoDir string, rev patches.Revision, p string) error {
+	if !git.IsOID(rev.BaseCommit) || !git.IsOID(rev.Commit) {
+		return fmt.Errorf("revision %d: bad stored commits %q..%q", rev.Number, rev.BaseCommit, rev.Commit)
+	}
+	out, err := gitCmd(ctx, repoDir, "diff", "--no-renames", "--name-only", "-z", rev.BaseCommit, rev.Commit, "--", p).Output()
+	if err != nil {
+		return fmt.Errorf("git diff --name-only %s: %w", rev.Commit, err)
+	}
+	if len(out) == 0 {
+		return fault.New(fault.Usage, "file %s is not changed by revision %d: comment on a file of its diff", p, rev.Number)
+	}
+	return nil
+}
+
 func short(oid string) string {
 	if len(oid) > 12 {
 		return oid[:12]
