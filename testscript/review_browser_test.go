@@ -21,18 +21,12 @@ import (
 func TestBrowserLineComments(t *testing.T) {
 	f := newForge(t)
 	ctx, dialogs := browser(t)
-	tok := jsonField(t, f.verb("alice", "token new --name browser --json"), "token")
-	do(t, ctx,
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
-			return err
-		}),
-		chromedp.EmulateViewport(1280, 900),
-		chromedp.Navigate(f.url+"/login"),
-		chromedp.SendKeys(chromedp.CSS("#token"), tok),
-		chromedp.Click(chromedp.CSS("#signin")),
-		chromedp.WaitVisible(chromedp.CSS("#who")),
-	)
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
+	do(t, ctx, chromedp.EmulateViewport(1280, 900))
+	signIn(t, ctx, f, "alice")
 
 	work := filepath.Join(t.TempDir(), "work")
 	bare := filepath.Join(f.root, "repos", "demo.git")
@@ -140,14 +134,8 @@ func TestBrowserLineComments(t *testing.T) {
 func TestBrowserCommitAndDashboard(t *testing.T) {
 	f := newForge(t)
 	ctx, dialogs := browser(t)
-	tok := jsonField(t, f.verb("alice", "token new --name browser --json"), "token")
-	do(t, ctx,
-		chromedp.EmulateViewport(1280, 900),
-		chromedp.Navigate(f.url+"/login"),
-		chromedp.SendKeys(chromedp.CSS("#token"), tok),
-		chromedp.Click(chromedp.CSS("#signin")),
-		chromedp.WaitVisible(chromedp.CSS("#who")),
-	)
+	do(t, ctx, chromedp.EmulateViewport(1280, 900))
+	signIn(t, ctx, f, "alice")
 	work := filepath.Join(t.TempDir(), "work")
 	bare := filepath.Join(f.root, "repos", "demo.git")
 	f.git("", "init", "-q", "-b", "main", work)
@@ -230,14 +218,8 @@ func TestBrowserCommitAndDashboard(t *testing.T) {
 func TestBrowserKeys(t *testing.T) {
 	f := newForge(t)
 	ctx, dialogs := browser(t)
-	tok := jsonField(t, f.verb("alice", "token new --name browser --json"), "token")
-	do(t, ctx,
-		chromedp.EmulateViewport(1280, 500),
-		chromedp.Navigate(f.url+"/login"),
-		chromedp.SendKeys(chromedp.CSS("#token"), tok),
-		chromedp.Click(chromedp.CSS("#signin")),
-		chromedp.WaitVisible(chromedp.CSS("#who")),
-	)
+	do(t, ctx, chromedp.EmulateViewport(1280, 500))
+	signIn(t, ctx, f, "alice")
 	work := filepath.Join(t.TempDir(), "work")
 	bare := filepath.Join(f.root, "repos", "demo.git")
 	f.git("", "init", "-q", "-b", "main", work)
