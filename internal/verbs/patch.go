@@ -50,10 +50,7 @@ func patchCommand(env *Env) *cli.Command {
 				Name:      "review",
 				Usage:     "review a revision, or comment inline on one of its files",
 				ArgsUsage: "REPO ID (--approve|--request-changes|--comment) [--revision N] [--file PATH [--line L] [--side old|new]] [--reply COMMENT] --body B|- [--draft] [--lease-token N|ISSUE:N]",
-				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "approve", Usage: "vote to approve (needs write access)"},
-					&cli.BoolFlag{Name: "request-changes", Usage: "vote against until changed (needs write access)"},
-					&cli.BoolFlag{Name: "comment", Usage: "comment without a vote"},
+				Flags: append(verdictFlags(),
 					&cli.IntFlag{Name: "revision", Usage: "the revision reviewed", DefaultText: "the latest"},
 					&cli.StringFlag{Name: "file", Usage: "anchor the comment to this file of the revision"},
 					&cli.IntFlag{Name: "line", Usage: "and to this line of it (from 1)"},
@@ -63,20 +60,17 @@ func patchCommand(env *Env) *cli.Command {
 					&cli.BoolFlag{Name: "draft", Usage: "keep it a draft, seen only by you, until patch publish"},
 					&cli.StringFlag{Name: "lease-token", Usage: "fencing token: N when the patch links one issue, else ISSUE:N"},
 					JSONFlag,
-				},
+				),
 				Action: env.patchReview,
 			},
 			{
 				Name:      "publish",
 				Usage:     "post your drafts on a patch, with a verdict and a message, as one review",
 				ArgsUsage: "REPO ID [--approve|--request-changes|--comment] [--body B|-]",
-				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "approve", Usage: "vote to approve (needs write access)"},
-					&cli.BoolFlag{Name: "request-changes", Usage: "vote against until changed (needs write access)"},
-					&cli.BoolFlag{Name: "comment", Usage: "a message without a vote"},
+				Flags: append(verdictFlags(),
 					&cli.StringFlag{Name: "body", Usage: "markdown message; - reads stdin"},
 					JSONFlag,
-				},
+				),
 				Action: env.patchPublish,
 			},
 			{
@@ -410,6 +404,16 @@ func (env *Env) patchReview(c *cli.Context) error {
 		}
 		fmt.Fprintf(w, "review %s: %s of patch %s%s%s\n", v.ID, what, posted.PatchID, olderNote(v), draft)
 	})
+}
+
+// verdictFlags are a review's three verdicts, as patch review and patch
+// publish take them.
+func verdictFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: review.Approve, Usage: "vote to approve (needs write access)"},
+		&cli.BoolFlag{Name: review.RequestChanges, Usage: "vote against until changed (needs write access)"},
+		&cli.BoolFlag{Name: review.Comment, Usage: "comment without a vote"},
+	}
 }
 
 func (env *Env) patchPublish(c *cli.Context) error {
