@@ -462,7 +462,10 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		base += "?"
 	}
-	data["CommentBase"] = base
+	if from == 0 {
+		// An interdiff's lines belong to no one revision's file.
+		data["CommentBase"] = base
+	}
 	back := url.Values{}
 	for _, k := range []string{"rev", "from", "view"} {
 		if v := q.Get(k); v != "" {
