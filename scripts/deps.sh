@@ -20,6 +20,8 @@ command -v git-review >/dev/null || need+=(git-review)
 [ "${COLLAB_BENCH_GITOLITE:-}" = 1 ] && ! command -v gitolite >/dev/null && need+=(gitolite3)
 # bench/http's floor: stock git http-backend under a plain CGI server.
 [ "${COLLAB_BENCH_HTTP:-}" = 1 ] && [ ! -x /usr/sbin/lighttpd ] && need+=(lighttpd)
+[ "${COLLAB_BENCH_CGIT:-}" = 1 ] && [ ! -x /usr/lib/cgit/cgit.cgi ] && need+=(cgit)
+[ "${COLLAB_BENCH_CGIT:-}" = 1 ] && [ ! -x /usr/sbin/lighttpd ] && need+=(lighttpd)
 
 if [ ${#need[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
