@@ -120,7 +120,21 @@ func TestBrowserLineComments(t *testing.T) {
 		t.Fatalf("typed text after the refusal: %q (%v)", typed, err)
 	}
 
-	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#diff .thread")))
+	// On revision 2 the thread is outdated: listed with a link back to
+	// revision 1, where it sits under its line.
+	os.WriteFile(filepath.Join(work, "greet.txt"), []byte("hello\nbrave new world\nbye\n"), 0o644)
+	f.git(work, "commit", "-qa", "--amend", "--no-edit")
+	f.git(work, "push", bare, "HEAD:refs/for/main")
+	do(t, ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#reviews a.outdated-link")))
+	if got := text(t, ctx, "#r-"+root); !strings.Contains(got, "outdated") {
+		t.Fatalf("outdated thread on revision 2: %q", got)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS("#r-"+root+" a.outdated-link")), chromedp.WaitVisible(chromedp.CSS("#diff #r-"+root)))
+	if got := text(t, ctx, "#diff-title"); got != "Revision 1" {
+		t.Fatalf("the outdated link leads to %q", got)
+	}
+
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page+"?rev=1"), chromedp.WaitVisible(chromedp.CSS("#diff .thread")))
 	screenshot(t, ctx, "patch-thread-phone")
 	if d := dialogs(); len(d) > 0 {
 		t.Fatalf("dialogs opened: %q", d)
