@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -37,6 +38,68 @@ func fillRelations(ctx context.Context, q store.Querier, p *Patch) error {
 	}
 	p.Children, err = Children(ctx, q, p.Repo, p.ID)
 	return err
+}
+
+// fillRelationsPage is fillRelations for a page of patches in two
+// queries, not one or two per patch.
+func fillRelationsPage(ctx context.Context, q store.Querier, repo string, ps []*Patch) error {
+	byID := make(map[string]*Patch, len(ps))
+	ids := make([]any, 0, len(ps))
+	var parents []any
+	for _, p := range ps {
+		byID[p.ID] = p
+		ids = append(ids, p.ID)
+		if parent := p.Head().Parent; parent != "" {
+			parents = append(parents, parent)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	const latest = `(SELECT commit_oid FROM revisions WHERE repo = p.repo AND patch_id = p.id ORDER BY number DESC LIMIT 1)`
+	if len(parents) > 0 {
+		found := map[string]Related{}
+		err := store.Each(ctx, q, `SELECT p.id, p.title, p.state, COALESCE(`+latest+`, '') FROM patches p
+			WHERE p.repo = ? AND p.id IN (`+marks(len(parents))+`)`, append([]any{repo}, parents...), func(rows *sql.Rows) error {
+			var r Related
+			if err := rows.Scan(&r.ID, &r.Title, (*string)(&r.State), &r.Commit); err != nil {
+				return err
+			}
+			found[r.ID] = r
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read the parents of a page of patches: %w", err)
+		}
+		for _, p := range ps {
+			if r, ok := found[p.Head().Parent]; ok {
+				p.Parents = append(p.Parents, r)
+			}
+		}
+	}
+	err := store.Each(ctx, q, `SELECT r.parent_patch, p.id, p.title, p.state, r.commit_oid FROM revisions r
+		JOIN patches p ON p.repo = r.repo AND p.id = r.patch_id
+		WHERE r.repo = ? AND r.parent_patch IN (`+marks(len(ids))+`)
+		AND r.number = (SELECT MAX(number) FROM revisions WHERE repo = r.repo AND patch_id = r.patch_id)
+		ORDER BY p.seq`, append([]any{repo}, ids...), func(rows *sql.Rows) error {
+		var parent string
+		var c Related
+		if err := rows.Scan(&parent, &c.ID, &c.Title, (*string)(&c.State), &c.Commit); err != nil {
+			return err
+		}
+		if p := byID[parent]; p != nil {
+			p.Children = append(p.Children, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the children of a page of patches: %w", err)
+	}
+	return nil
+}
+
+func marks(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
 // related reads patch id as a Related.

@@ -362,10 +362,8 @@ func ListFiltered(ctx context.Context, q store.Querier, repo, state string, limi
 	if err := fillRequests(ctx, q, repo, page2); err != nil {
 		return nil, fmt.Errorf("list patches: %w", err)
 	}
-	for _, p := range page2 {
-		if err := fillRelations(ctx, q, p); err != nil {
-			return nil, fmt.Errorf("list patches: %w", err)
-		}
+	if err := fillRelationsPage(ctx, q, repo, page2); err != nil {
+		return nil, fmt.Errorf("list patches: %w", err)
 	}
 	return out, nil
 }

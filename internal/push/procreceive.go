@@ -513,19 +513,6 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 		res.created = true
 	}
 	res.patch = p
-	if parent != "" {
-		// Revisions name their parents afresh on each push, so a chain
-		// cannot close on itself; this keeps it so whatever the history.
-		below, err := patches.Ancestors(ctx, tx, e.Repo, parent)
-		if err != nil {
-			return res, nil, err
-		}
-		for _, r := range below {
-			if r.ID == id {
-				return res, nil, fault.New(fault.Conflict, "commit %s: patch %s would sit on its own descendant %s; push the stack in its order", commit[:12], id, parent)
-			}
-		}
-	}
 	named, err := e.linkIssues(ctx, tx, id, append(append([]string{}, opts.Fixes...), s.top.Fixes...), opts.Leases, now)
 	if err != nil {
 		return res, nil, err
@@ -574,20 +561,19 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 		res.oldHead = commit
 		return res, revs, nil
 	}
-	if exists && opts.Title == nil && opts.Description == nil {
-		// As on Gerrit, the patch reads as its latest commit message,
-		// unless someone set its title or description.
-		title, body := Subject(msg), Body(msg)
-		if title == "" {
-			title = "(no subject)"
-		}
+	// As on Gerrit, the patch reads as its latest commit message, unless
+	// someone set its title or description; an amend that kept the
+	// message (the common case) writes nothing more.
+	title, body := Subject(msg), Body(msg)
+	if title == "" {
+		title = "(no subject)"
+	}
+	if exists && opts.Title == nil && opts.Description == nil && !p.Titled && (title != p.Title || body != p.Description) {
 		u := patches.Update{Title: &title, Description: &body, FromCommit: true}
 		if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
 			return res, nil, err
 		}
-		if !p.Titled {
-			res.patch.Title, res.patch.Description = title, body
-		}
+		res.patch.Title, res.patch.Description = title, body
 	}
 	if len(revs) > 0 {
 		prev := revs[len(revs)-1]
