@@ -5,10 +5,14 @@
 # a directory, a highlighted file, the log and one commit. cgit's cache is
 # off (its default), as collab-web keeps none across commits either.
 #
+# Two collab-webs run: one as shipped, which remembers what it read from
+# git by object id and by the refs' stamp (browse.Memo), and one with
+# COLLAB_CODE_CACHE=off, which runs git for every read of every view.
+#
 # Printed per page: the median wall time a client on loopback sees, and
 # each server's CPU per request (user+sys of collab-web and the git it
 # ran; of lighttpd and the cgit processes it reaped: /proc ticks, so the
-# mean over the rounds), with the ratio collab / cgit. Issue 37's goal:
+# mean over the rounds), with the ratios collab / cgit. Issue 37's goal:
 # <= 1.0x on each page.
 #
 #   bench/cgit.sh    BENCH_N=N rounds (default 31); needs ./bin from
@@ -84,6 +88,10 @@ cport=$(free_port)
 bin/collab-web --root "$root" --listen "127.0.0.1:$cport" 2>"$w/web.log" &
 web_pid=$!
 pids+=("$web_pid")
+oport=$(free_port)
+COLLAB_CODE_CACHE=off bin/collab-web --root "$root" --listen "127.0.0.1:$oport" 2>"$w/web-off.log" &
+off_pid=$!
+pids+=("$off_pid")
 gport=$(free_port)
 cat > "$w/cgitrc" <<EOF
 css=/cgit.css
@@ -110,23 +118,29 @@ EOF
 lt_pid=$!
 pids+=("$lt_pid")
 wait_port "$cport"
+wait_port "$oport"
 wait_port "$gport"
 
 # --- the pages -------------------------------------------------------------
 declare -A url
 url[collab_overview]="http://127.0.0.1:$cport/bench"
+url[off_overview]="http://127.0.0.1:$oport/bench"
 url[cgit_overview]="http://127.0.0.1:$gport/cgit/bench/"
 url[collab_tree]="http://127.0.0.1:$cport/bench/-/tree/main/src"
+url[off_tree]="http://127.0.0.1:$oport/bench/-/tree/main/src"
 url[cgit_tree]="http://127.0.0.1:$gport/cgit/bench/tree/src"
 url[collab_blob]="http://127.0.0.1:$cport/bench/-/blob/main/src/big.go"
+url[off_blob]="http://127.0.0.1:$oport/bench/-/blob/main/src/big.go"
 url[cgit_blob]="http://127.0.0.1:$gport/cgit/bench/tree/src/big.go"
 url[collab_log]="http://127.0.0.1:$cport/bench/-/commits/main"
+url[off_log]="http://127.0.0.1:$oport/bench/-/commits/main"
 url[cgit_log]="http://127.0.0.1:$gport/cgit/bench/log/"
 url[collab_commit]="http://127.0.0.1:$cport/bench/-/commit/$tip"
+url[off_commit]="http://127.0.0.1:$oport/bench/-/commit/$tip"
 url[cgit_commit]="http://127.0.0.1:$gport/cgit/bench/commit/?id=$tip"
 pages=(overview tree blob log commit)
 for p in "${pages[@]}"; do
-	for s in collab cgit; do
+	for s in collab off cgit; do
 		code=$(curl -s -o /dev/null -w '%{http_code}' "${url[${s}_$p]}")
 		[ "$code" = 200 ] || { echo "bench/cgit.sh: $s $p answered $code: ${url[${s}_$p]}" >&2; cat "$w/lighttpd.log" >&2 2>/dev/null; exit 1; }
 	done
@@ -136,8 +150,9 @@ cpu_ticks() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat"; }
 declare -A times cpus
 for i in $(seq "$N"); do
 	for p in "${pages[@]}"; do
-		for s in collab cgit; do
+		for s in collab off cgit; do
 			pid=$web_pid
+			[ "$s" = off ] && pid=$off_pid
 			[ "$s" = cgit ] && pid=$lt_pid
 			c0=$(cpu_ticks "$pid")
 			t=$(curl -s -o /dev/null -w '%{time_total}' "${url[${s}_$p]}")
@@ -153,13 +168,17 @@ echo >&2
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 mean() { tr ' ' '\n' | grep . | awk '{s+=$1} END {print s/NR}'; }
 echo "bench/cgit.sh: $N interleaved rounds, one repository of 2,000 commits; wall median ms, server CPU mean ms per request (/proc ticks)"
-printf '%-10s %11s %11s %7s %11s %11s %7s\n' page "collab ms" "cgit ms" ratio "collab cpu" "cgit cpu" ratio
-for p in "${pages[@]}"; do
-	a=$(echo "${times[collab_$p]}" | median)
-	b=$(echo "${times[cgit_$p]}" | median)
-	ca=$(echo "${cpus[collab_$p]}" | mean)
-	cb=$(echo "${cpus[cgit_$p]}" | mean)
-	awk -v p="$p" -v a="$a" -v b="$b" -v ca="$ca" -v cb="$cb" 'BEGIN {
-		r = (cb > 0) ? sprintf("%.2f", ca / cb) : "-"
-		printf "%-10s %11.1f %11.1f %7.2f %11.1f %11.1f %7s\n", p, a * 1000, b * 1000, a / b, ca, cb, r }'
+for s in collab off; do
+	[ "$s" = collab ] && echo "collab-web as shipped (memo on):"
+	[ "$s" = off ] && echo "collab-web with COLLAB_CODE_CACHE=off (git at every read):"
+	printf '%-10s %11s %11s %7s %11s %11s %7s\n' page "collab ms" "cgit ms" ratio "collab cpu" "cgit cpu" ratio
+	for p in "${pages[@]}"; do
+		a=$(echo "${times[${s}_$p]}" | median)
+		b=$(echo "${times[cgit_$p]}" | median)
+		ca=$(echo "${cpus[${s}_$p]}" | mean)
+		cb=$(echo "${cpus[cgit_$p]}" | mean)
+		awk -v p="$p" -v a="$a" -v b="$b" -v ca="$ca" -v cb="$cb" 'BEGIN {
+			r = (cb > 0) ? sprintf("%.2f", ca / cb) : "-"
+			printf "%-10s %11.1f %11.1f %7.2f %11.1f %11.1f %7s\n", p, a * 1000, b * 1000, a / b, ca, cb, r }'
+	done
 done

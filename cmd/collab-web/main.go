@@ -91,6 +91,7 @@ func serve(c *cli.Context) error {
 	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log,
 		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"), HookBinary: hookBinary(), HookLog: hookLog,
 		NoBranchOrder: os.Getenv(browse.OrderOffVar) == "off",
+		NoCodeMemo:    os.Getenv(browse.MemoOffVar) == "off",
 		Expensive:     c.Int("expensive"), SlotWait: c.Duration("slot-wait")})
 	if err != nil {
 		return err

@@ -50,7 +50,8 @@ const (
 
 // Repo is a bare repository read for the pages.
 type Repo struct {
-	git git.Repo
+	git  git.Repo
+	memo *Memo
 }
 
 // Open returns the repository in dir (a bare repository's path).
@@ -127,7 +128,32 @@ func (r Repo) DefaultBranch(ctx context.Context) (string, error) {
 // repository has more than orderMin branches, the order is remembered
 // while git.RefsStamp says the branches are unchanged, and a page then
 // reads only its own commits.
-func (r Repo) Branches(ctx context.Context, skip, n int, orders *Orders) (bs []Branch, total int, err error) {
+func (r Repo) Branches(ctx context.Context, skip, n int, orders *Orders) ([]Branch, int, error) {
+	k, ok := r.refsKey()
+	if !ok {
+		return r.branches(ctx, skip, n, orders)
+	}
+	p, err := remember(r, keyOf("branches", k, skip, n), func(p branchPageOf) int64 {
+		var size int64
+		for _, b := range p.bs {
+			size += int64(len(b.Name)) + commitSize(b.Commit)
+		}
+		return size
+	}, func() (branchPageOf, error) {
+		bs, total, err := r.branches(ctx, skip, n, orders)
+		return branchPageOf{bs, total}, err
+	})
+	return p.bs, p.total, err
+}
+
+// branchPageOf is a page of Branches and the count of all branches.
+type branchPageOf struct {
+	bs    []Branch
+	total int
+}
+
+// branches is Branches without the memo.
+func (r Repo) branches(ctx context.Context, skip, n int, orders *Orders) (bs []Branch, total int, err error) {
 	stamp, stampOK := "", false
 	if orders != nil {
 		stamp, stampOK = git.RefsStamp(r.git.Dir, orders.now())
@@ -326,6 +352,16 @@ func (c *Orders) put(dir, stamp string, o order) {
 // commits reads the commits oids (full ids) as logFormat shows them: the
 // first max by committer date, newest first, or (max 0) all in their order.
 func (r Repo) commits(ctx context.Context, max int, oids ...string) ([]Commit, error) {
+	if len(oids) > 2*MaxRefs {
+		return r.readCommits(ctx, max, oids...)
+	}
+	return remember(r, keyOf("commits", max, strings.Join(oids, " ")), commitsSize, func() ([]Commit, error) {
+		return r.readCommits(ctx, max, oids...)
+	})
+}
+
+// readCommits is commits without the memo.
+func (r Repo) readCommits(ctx context.Context, max int, oids ...string) ([]Commit, error) {
 	args := []string{"log", "-z", logFormat, "--no-walk=unsorted", "--stdin"}
 	if max > 0 {
 		args = []string{"log", "-z", logFormat, "--no-walk=sorted", "--max-count=" + strconv.Itoa(max), "--stdin"}
@@ -346,7 +382,22 @@ func (r Repo) commits(ctx context.Context, max int, oids ...string) ([]Commit, e
 
 // Log returns up to n commits reachable from commit (a full id), newest
 // first, after skipping skip; more says there are others after them.
-func (r Repo) Log(ctx context.Context, commit string, skip, n int) (cs []Commit, more bool, err error) {
+func (r Repo) Log(ctx context.Context, commit string, skip, n int) ([]Commit, bool, error) {
+	p, err := remember(r, keyOf("log", commit, skip, n), func(p logPage) int64 { return commitsSize(p.cs) }, func() (logPage, error) {
+		cs, more, err := r.log(ctx, commit, skip, n)
+		return logPage{cs, more}, err
+	})
+	return p.cs, p.more, err
+}
+
+// logPage is a page of commits and whether others follow.
+type logPage struct {
+	cs   []Commit
+	more bool
+}
+
+// log is Log without the memo.
+func (r Repo) log(ctx context.Context, commit string, skip, n int) (cs []Commit, more bool, err error) {
 	if !git.IsOID(commit) {
 		return nil, false, fmt.Errorf("log %q: not an object id", commit)
 	}
@@ -381,6 +432,18 @@ const detailFormat = "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%cn%x1f%ce
 // CommitDetail reads the commit id names (a full or abbreviated id, 4 to
 // 64 hex digits); one that is not a commit here is fault.NotFound.
 func (r Repo) CommitDetail(ctx context.Context, id string) (Detail, error) {
+	if !git.IsOID(id) {
+		// An abbreviated id may name another commit once more objects
+		// share its digits.
+		return r.commitDetail(ctx, id)
+	}
+	return remember(r, keyOf("detail", id), func(d Detail) int64 {
+		return commitSize(d.Commit) + int64(len(d.Committer)+len(d.CommitterEmail)+len(d.CommitterWhen)+len(d.Message))
+	}, func() (Detail, error) { return r.commitDetail(ctx, id) })
+}
+
+// commitDetail is CommitDetail without the memo.
+func (r Repo) commitDetail(ctx context.Context, id string) (Detail, error) {
 	if len(id) < 4 || len(id) > 64 || !isHex(id) {
 		return Detail{}, fault.New(fault.NotFound, "no such commit: want 4 to 64 hex digits")
 	}
@@ -405,7 +468,16 @@ func (r Repo) CommitDetail(ctx context.Context, id string) (Detail, error) {
 // Range returns the commits of base..tip (full ids) with their messages,
 // oldest first, at most max of them; more says some were left out (the
 // newest ones are kept, as the tip is what a reviewer looks at).
-func (r Repo) Range(ctx context.Context, base, tip string, max int) (cs []Commit, more bool, err error) {
+func (r Repo) Range(ctx context.Context, base, tip string, max int) ([]Commit, bool, error) {
+	p, err := remember(r, keyOf("range", base, tip, max), func(p logPage) int64 { return commitsSize(p.cs) }, func() (logPage, error) {
+		cs, more, err := r.readRange(ctx, base, tip, max)
+		return logPage{cs, more}, err
+	})
+	return p.cs, p.more, err
+}
+
+// readRange is Range without the memo.
+func (r Repo) readRange(ctx context.Context, base, tip string, max int) (cs []Commit, more bool, err error) {
 	if !git.IsOID(base) || !git.IsOID(tip) {
 		return nil, false, fmt.Errorf("log %q..%q: not object ids", base, tip)
 	}
@@ -450,6 +522,29 @@ const resolveDirect = 16
 // to 64 hex digits) and returns it with the remaining segments (a path).
 // Nothing that matches is fault.NotFound.
 func (r Repo) Resolve(ctx context.Context, segs []string) (Resolved, []string, error) {
+	k, ok := r.refsKey()
+	if !ok || len(segs) > 0 && isHex(segs[0]) && len(segs[0]) < 40 {
+		// An abbreviated id may name another commit once more objects
+		// share its digits.
+		return r.resolve(ctx, segs)
+	}
+	p, err := remember(r, keyOf("resolve", k, strings.Join(segs, "/")), func(p resolvedPath) int64 {
+		return int64(len(p.res.Name) + len(p.res.Commit) + len(strings.Join(p.rest, "/")))
+	}, func() (resolvedPath, error) {
+		res, rest, err := r.resolve(ctx, segs)
+		return resolvedPath{res, rest}, err
+	})
+	return p.res, p.rest, err
+}
+
+// resolvedPath is what Resolve returns.
+type resolvedPath struct {
+	res  Resolved
+	rest []string
+}
+
+// resolve is Resolve without the memo.
+func (r Repo) resolve(ctx context.Context, segs []string) (Resolved, []string, error) {
 	type cand struct {
 		res  Resolved
 		rest []string
@@ -624,7 +719,9 @@ type Object struct {
 // Stat finds path (cleaned, relative to the root; "" for the root) in
 // commit's tree; a missing path is fault.NotFound.
 func (r Repo) Stat(ctx context.Context, commit, p string) (Object, error) {
-	return r.stat(ctx, commit, p, true)
+	return remember(r, keyOf("stat", commit, p), func(o Object) int64 { return int64(len(o.OID) + len(o.Type)) }, func() (Object, error) {
+		return r.stat(ctx, commit, p, true)
+	})
 }
 
 // stat is Stat; submodules says whether to look for a submodule entry in
@@ -698,9 +795,31 @@ type Entry struct {
 // Dir reports whether the entry is a directory.
 func (e Entry) Dir() bool { return e.Type == "tree" }
 
-// Tree lists tree (a full id): directories first, then by name; at most
-// max entries, more set when some were left out.
-func (r Repo) Tree(ctx context.Context, tree string, max int) (es []Entry, more bool, err error) {
+// Tree lists tree (the full id of a tree, or of a commit for its root
+// tree): directories first, then by name; at most max entries, more set
+// when some were left out.
+func (r Repo) Tree(ctx context.Context, tree string, max int) ([]Entry, bool, error) {
+	p, err := remember(r, keyOf("tree", tree, max), func(p treePage) int64 {
+		var size int64
+		for _, e := range p.es {
+			size += int64(len(e.Mode)+len(e.Type)+len(e.OID)+len(e.Name)) + 64
+		}
+		return size
+	}, func() (treePage, error) {
+		es, more, err := r.tree(ctx, tree, max)
+		return treePage{es, more}, err
+	})
+	return p.es, p.more, err
+}
+
+// treePage is a tree's listing and whether entries were left out.
+type treePage struct {
+	es   []Entry
+	more bool
+}
+
+// tree is Tree without the memo.
+func (r Repo) tree(ctx context.Context, tree string, max int) (es []Entry, more bool, err error) {
 	if !git.IsOID(tree) {
 		return nil, false, fmt.Errorf("ls-tree %q: not an object id", tree)
 	}
@@ -751,6 +870,13 @@ type Blob struct {
 // ReadBlob reads blob oid of size (from Stat) when it is at most max
 // bytes and not binary.
 func (r Repo) ReadBlob(ctx context.Context, oid string, size, max int64) (Blob, error) {
+	return remember(r, keyOf("blob", oid, size, max), func(b Blob) int64 { return int64(len(b.Data)) }, func() (Blob, error) {
+		return r.readBlob(ctx, oid, size, max)
+	})
+}
+
+// readBlob is ReadBlob without the memo.
+func (r Repo) readBlob(ctx context.Context, oid string, size, max int64) (Blob, error) {
 	b := Blob{OID: oid, Size: size}
 	if !git.IsOID(oid) {
 		return b, fmt.Errorf("cat-file %q: not an object id", oid)

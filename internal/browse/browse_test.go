@@ -245,3 +245,73 @@ func mustStamp(t *testing.T, dir string, now time.Time) string {
 	}
 	return s
 }
+
+// Through a Memo a page's reads answer as without it; viewed again they
+// start no git at all (PATH is emptied); a moved branch or tag is seen at
+// once.
+func TestMemo(t *testing.T) {
+	r, c := fixture(t)
+	ctx := context.Background()
+	later := time.Now().Add(time.Hour) // past the settling second
+	m := NewMemo(1<<20, func() time.Time { return later })
+	view := func(r Repo) string {
+		t.Helper()
+		var b strings.Builder
+		bs, total, err := r.Branches(ctx, 0, MaxRefs, nil)
+		fmt.Fprintln(&b, total, err)
+		for _, br := range bs {
+			fmt.Fprintln(&b, br.Name, br.Default, br.Commit)
+		}
+		for _, segs := range [][]string{{"main", "src"}, {"v1"}, {"feature", "x", "README.md"}, {c["second"], "src"}} {
+			res, rest, err := r.Resolve(ctx, segs)
+			fmt.Fprintln(&b, res, rest, err)
+		}
+		res, _, err := r.Resolve(ctx, []string{"main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, more, err := r.Log(ctx, res.Commit, 0, 10)
+		fmt.Fprintln(&b, cs, more, err)
+		for _, p := range []string{"", "src", "src/a.go"} {
+			obj, err := r.Stat(ctx, res.Commit, p)
+			fmt.Fprintln(&b, obj, err)
+			if obj.Type == "tree" {
+				es, more, err := r.Tree(ctx, obj.OID, MaxEntries)
+				fmt.Fprintln(&b, es, more, err)
+			} else if obj.Type == "blob" {
+				blob, err := r.ReadBlob(ctx, obj.OID, obj.Size, MaxBlob)
+				fmt.Fprintln(&b, blob, err)
+			}
+		}
+		d, err := r.CommitDetail(ctx, res.Commit)
+		fmt.Fprintln(&b, d, err)
+		rc, more, err := r.Range(ctx, c["first"], c["second"], 10)
+		fmt.Fprintln(&b, rc, more, err)
+		return b.String()
+	}
+	check := func(what string) {
+		t.Helper()
+		want := view(r)
+		if got := view(r.WithMemo(m)); got != want {
+			t.Fatalf("%s: through the memo\n%s\nwant\n%s", what, got, want)
+		}
+		path := os.Getenv("PATH")
+		t.Setenv("PATH", "")
+		if got := view(r.WithMemo(m)); got != want {
+			t.Fatalf("%s: viewed again\n%s\nwant\n%s", what, got, want)
+		}
+		t.Setenv("PATH", path)
+	}
+	check("as cloned")
+	dir := r.git.Dir
+	for _, args := range [][]string{{"update-ref", "refs/heads/main", c["first"]}, {"update-ref", "refs/tags/v1", c["second"]}} {
+		if out, err := exec.Command("git", append([]string{"--git-dir=" + dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		if _, ok := git.RefsStamp(dir, time.Now()); ok {
+			t.Fatal("a stamp of a change made just now")
+		}
+		later = later.Add(time.Hour)
+		check(strings.Join(args, " "))
+	}
+}

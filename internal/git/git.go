@@ -864,11 +864,12 @@ func HTTPBackend(ctx context.Context, path string, env []string) *exec.Cmd {
 // one tick show as one.
 const refsSettle = time.Second
 
-// RefsStamp is a fingerprint of the branches of the repository at gitDir,
-// read from the file system without starting git: HEAD, packed-refs and
-// the times of the directories under refs/heads/ (creating, moving or
-// deleting a loose ref renames or removes a file in its directory). Two
-// equal stamps mean the same branches at the same commits; ok is false
+// RefsStamp is a fingerprint of the branches and tags of the repository
+// at gitDir, read from the file system without starting git: HEAD,
+// packed-refs and the times of the directories under refs/heads/ and
+// refs/tags/ (creating, moving or deleting a loose ref renames or removes
+// a file in its directory). Two equal stamps mean the same branches and
+// tags at the same objects; ok is false
 // where it cannot tell (reftable, or a change within the last second).
 func RefsStamp(gitDir string, now time.Time) (stamp string, ok bool) {
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); !errors.Is(err, os.ErrNotExist) {
@@ -898,21 +899,30 @@ func RefsStamp(gitDir string, now time.Time) (stamp string, ok bool) {
 			note(f, fi)
 		}
 	}
-	err = filepath.WalkDir(filepath.Join(gitDir, "refs", "heads"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
+	for _, dir := range []string{"heads", "tags"} {
+		err = filepath.WalkDir(filepath.Join(gitDir, "refs", dir), func(path string, d fs.DirEntry, err error) error {
+			if errors.Is(err, os.ErrNotExist) && path == filepath.Join(gitDir, "refs", dir) {
+				b.WriteString(dir + " none;")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			note(path, fi)
 			return nil
-		}
-		fi, err := d.Info()
+		})
 		if err != nil {
-			return err
+			return "", false
 		}
-		note(path, fi)
-		return nil
-	})
-	if err != nil || now.Sub(newest) < refsSettle {
+	}
+	if now.Sub(newest) < refsSettle {
 		return "", false
 	}
 	return b.String(), true

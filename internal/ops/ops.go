@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
+	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/ratelimit"
@@ -62,6 +63,9 @@ type Service struct {
 	// protected and how, one short line per branch (RepoHome); nil reads
 	// the branch rules (RuleLine).
 	BranchRules func(ctx context.Context, q store.Querier, repo string) (map[string]string, error)
+	// Diffs remembers the diffs of commits and revisions read for pages;
+	// nil runs git for each.
+	Diffs *diff.Memo
 
 	// rate is the principals' write budget (CountWrite); a Service is
 	// used by pointer, and the zero Limiter is ready.

@@ -241,12 +241,12 @@ func (s *Service) PatchDiff(ctx context.Context, who Actor, in PatchDiff) (Diff,
 		}
 		n := from.Number
 		out.From = &n
-		out.Result, err = diff.Interdiff(ctx, dir, diff.Range{Base: from.BaseCommit, Commit: from.Commit}, toRange, diff.DefaultLimits())
+		out.Result, err = s.Diffs.Interdiff(ctx, dir, diff.Range{Base: from.BaseCommit, Commit: from.Commit}, toRange, diff.DefaultLimits())
 		if err != nil {
 			return Diff{}, fmt.Errorf("interdiff %d→%d of %s: %w", from.Number, to.Number, id, err)
 		}
 	} else {
-		out.Result, err = diff.Revision(ctx, dir, toRange, diff.DefaultLimits())
+		out.Result, err = s.Diffs.Revision(ctx, dir, toRange, diff.DefaultLimits())
 		if err != nil {
 			return Diff{}, fmt.Errorf("diff of revision %d of %s: %w", to.Number, id, err)
 		}

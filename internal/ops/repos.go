@@ -40,7 +40,7 @@ func (s *Service) CommitDiff(ctx context.Context, who Actor, name, base, commit 
 	if err != nil {
 		return diff.Result{}, err
 	}
-	res, err := diff.Revision(ctx, c.Dir, diff.Range{Base: base, Commit: commit}, diff.DefaultLimits())
+	res, err := s.Diffs.Revision(ctx, c.Dir, diff.Range{Base: base, Commit: commit}, diff.DefaultLimits())
 	if err != nil {
 		return diff.Result{}, fmt.Errorf("diff of commit %s: %w", commit, err)
 	}

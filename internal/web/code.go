@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/gorilla/mux"
+	"github.com/sourcegraph/conc/pool"
 
 	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/fault"
@@ -117,8 +118,12 @@ func (s *Server) codeRepo(r *http.Request) (string, browse.Repo, error) {
 	if err != nil {
 		return "", browse.Repo{}, err
 	}
-	return c.Repo, browse.Open(c.Dir), nil
+	return c.Repo, s.browse(c.Dir), nil
 }
+
+// browse opens the repository in dir for the code pages, through the
+// server's memo.
+func (s *Server) browse(dir string) browse.Repo { return browse.Open(dir).WithMemo(s.memo) }
 
 // refPath splits {rest} (REF[/PATH], escaped) into the ref it starts with
 // and the path after it, refusing empty, "." and ".." segments.
@@ -281,7 +286,7 @@ func (s *Server) pageBranches(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key, g := home.Repo, browse.Open(home.Dir)
+	key, g := home.Repo, s.browse(home.Dir)
 	bs, total, err := g.Branches(ctx, (n-1)*browse.MaxRefs, browse.MaxRefs, s.orders)
 	if err != nil {
 		return fmt.Errorf("branches of %s: %w", key, err)
@@ -328,7 +333,7 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key, g, rp := home.Repo, browse.Open(home.Dir), home.Info
+	key, g, rp := home.Repo, s.browse(home.Dir), home.Info
 	openIssues, openPatches, rules := home.OpenIssues, home.OpenPatches, home.Rules
 	sshURL, gitURL, err := s.cloneURLs(ctx, key, rp.Public)
 	if err != nil {
@@ -363,25 +368,41 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 	data["Default"] = def.Name
 	data["CommitsURL"] = codeURL(key, "commits", def.Name, "")
 	data["TreeURL"] = codeURL(key, "tree", def.Name, "")
-	cs, more, err := g.Log(ctx, def.Commit.OID, 0, recentCommits)
-	if err != nil {
-		return fmt.Errorf("log of %s: %w", key, err)
-	}
-	data["Commits"], data["MoreCommits"] = commitRows(key, cs), more
-	root, err := g.Stat(ctx, def.Commit.OID, "")
-	if err != nil {
-		return err
-	}
-	es, _, err := g.Tree(ctx, root.OID, browse.MaxEntries)
-	if err != nil {
-		return err
-	}
-	if readme, ok := browse.Readme(es); ok {
-		data["ReadmeName"] = readme.Name
-		data["Readme"], err = s.readme(ctx, g, readme)
+	// The log and the README are read side by side: each is a git
+	// process or two when not remembered, and a process start is most
+	// of a read's cost.
+	var (
+		cs         []browse.Commit
+		more       bool
+		readmeName string
+		readme     template.HTML
+	)
+	p := pool.New().WithErrors().WithContext(ctx)
+	p.Go(func(ctx context.Context) error {
+		var err error
+		if cs, more, err = g.Log(ctx, def.Commit.OID, 0, recentCommits); err != nil {
+			return fmt.Errorf("log of %s: %w", key, err)
+		}
+		return nil
+	})
+	p.Go(func(ctx context.Context) error {
+		// ls-tree lists a commit's root tree itself.
+		es, _, err := g.Tree(ctx, def.Commit.OID, browse.MaxEntries)
 		if err != nil {
 			return err
 		}
+		if e, ok := browse.Readme(es); ok {
+			readmeName = e.Name
+			readme, err = s.readme(ctx, g, e)
+		}
+		return err
+	})
+	if err := p.Wait(); err != nil {
+		return err
+	}
+	data["Commits"], data["MoreCommits"] = commitRows(key, cs), more
+	if readmeName != "" {
+		data["ReadmeName"], data["Readme"] = readmeName, readme
 	}
 	s.render(w, r, http.StatusOK, "repo", data)
 	return nil

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/checks"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/highlight"
@@ -486,7 +485,7 @@ func (s *Server) pagePatch(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		commits, more, err := browse.Open(code.Dir).Range(r.Context(), rt.BaseCommit, rt.Commit, maxRevisionCommits)
+		commits, more, err := s.browse(code.Dir).Range(r.Context(), rt.BaseCommit, rt.Commit, maxRevisionCommits)
 		if err != nil {
 			return fmt.Errorf("commits of patch %s revision %d: %w", p.ID, to, err)
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/cache"
+	"github.com/collab-forge/collab/internal/diff"
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
@@ -93,6 +94,9 @@ type Config struct {
 	// NoBranchOrder turns off remembering the branch order of a
 	// repository with many (browse.Orders; browse.OrderOffVar).
 	NoBranchOrder bool
+	// NoCodeMemo turns off remembering the code pages' reads from git
+	// (browse.Memo; browse.MemoOffVar).
+	NoCodeMemo bool
 	// CacheBytes bounds each in-memory cache of rendered text (Markdown,
 	// highlighted files); 0 means 16 MiB.
 	CacheBytes int64
@@ -114,6 +118,8 @@ type Server struct {
 	slots *slots
 	// orders remembers the branch order of repositories with many.
 	orders *browse.Orders
+	// memo remembers the code pages' reads from git (nil: off).
+	memo *browse.Memo
 	// gitSlots holds a token per git request running (serveGit).
 	gitSlots chan struct{}
 	// backend is git's http-backend program ("": git's wrapper finds it).
@@ -177,6 +183,10 @@ func New(cfg Config) (*Server, error) {
 		slots: newSlots(cfg.Expensive), gitSlots: make(chan struct{}, cfg.GitSlots), code: cache.New[template.HTML](cfg.CacheBytes), hl: highlight.New()}
 	if !cfg.NoBranchOrder {
 		s.orders = &browse.Orders{Now: cfg.Now}
+	}
+	if !cfg.NoCodeMemo {
+		s.memo = browse.NewMemo(cfg.CacheBytes, cfg.Now)
+		s.ops.Diffs = diff.NewMemo(cfg.CacheBytes)
 	}
 	hookLog := cfg.HookLog
 	if hookLog == nil {
