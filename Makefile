@@ -22,6 +22,7 @@ deps:
 vet:
 	$(GO) vet ./...
 	./scripts/staticcheck.sh
+	./scripts/deadcode.sh
 
 test: deps vet
 	$(GO) test -count=1 -timeout 60m ./...

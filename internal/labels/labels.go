@@ -7,7 +7,6 @@ package labels
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/text"
@@ -115,6 +114,3 @@ func Diff(cur, next []string) (added, removed []string) {
 	}
 	return added, removed
 }
-
-// Join writes a set as the one line `issue list` and `issue show` print.
-func Join(ls []string) string { return strings.Join(ls, " ") }

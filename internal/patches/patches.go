@@ -412,21 +412,6 @@ func RevisionsFor(ctx context.Context, q store.Querier, repo, id, commit string)
 		ORDER BY number`, repo, id, commit)
 }
 
-// RevisionN returns revision n of a patch (fault.NotFound when missing).
-func RevisionN(ctx context.Context, q store.Querier, repo, id string, n int) (Revision, error) {
-	r := Revision{Number: n}
-	err := q.QueryRowContext(ctx, `SELECT commit_oid, base_commit, pusher, created_at, message
-		FROM revisions WHERE repo = ? AND patch_id = ? AND number = ?`, repo, id, n).
-		Scan(&r.Commit, &r.BaseCommit, &r.Pusher, &r.CreatedAt, &r.Message)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Revision{}, fault.New(fault.NotFound, "patch %s has no revision %d", id, n)
-	}
-	if err != nil {
-		return Revision{}, fmt.Errorf("read revision %d of %s: %w", n, id, err)
-	}
-	return r, nil
-}
-
 // Issues returns the ids of the issues a patch links (fixes), sorted.
 func Issues(ctx context.Context, q store.Querier, repo, id string) ([]string, error) {
 	rows, err := q.QueryContext(ctx,
@@ -440,26 +425,6 @@ func Issues(ctx context.Context, q store.Querier, repo, id string) ([]string, er
 		var s string
 		if err := rows.Scan(&s); err != nil {
 			return nil, fmt.Errorf("read issues of patch %s: %w", id, err)
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
-// ForIssue returns the ids of the patches that link an issue, oldest first.
-func ForIssue(ctx context.Context, q store.Querier, repo, issueID string) ([]string, error) {
-	rows, err := q.QueryContext(ctx, `SELECT pi.patch_id FROM patch_issues pi
-		JOIN patches p ON p.repo = pi.repo AND p.id = pi.patch_id
-		WHERE pi.repo = ? AND pi.issue_id = ? ORDER BY p.seq`, repo, issueID)
-	if err != nil {
-		return nil, fmt.Errorf("read patches of issue %s: %w", issueID, err)
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("read patches of issue %s: %w", issueID, err)
 		}
 		out = append(out, s)
 	}

@@ -338,19 +338,6 @@ func ownerInDB(ctx context.Context, dbPath, typ, blob string) (string, error) {
 	return Owner(ctx, db.R(), typ, blob)
 }
 
-// OwnsFingerprint reports whether the key with fingerprint belongs to principal.
-func OwnsFingerprint(ctx context.Context, q store.Querier, principal, fingerprint string) (bool, error) {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM keys WHERE fingerprint = ? AND principal = ?`, fingerprint, principal).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("look up key: %w", err)
-	}
-	return true, nil
-}
-
 // Command is how authorized_keys lines start the forced command.
 type Command = keyindex.Command
 

@@ -87,12 +87,6 @@ func (e *Env) limits(ctx context.Context) (pushlimit.Limits, error) {
 	return l, nil
 }
 
-// RepoDir finds the repository a hook runs in under root
-// (pushcheck.RepoDir).
-func RepoDir(root forge.Root) (key, dir string, err error) {
-	return pushcheck.RepoDir(root.ReposDir())
-}
-
 // Update is one ref update as git hands it to pre- and post-receive.
 type Update = pushcheck.Update
 

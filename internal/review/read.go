@@ -46,23 +46,6 @@ func Views(rs []patches.Review, latest int) []View {
 	return out
 }
 
-// List returns the reviews of a patch as Views, oldest first.
-func List(ctx context.Context, q store.Querier, repo, patchID string) ([]View, error) {
-	rs, err := patches.Reviews(ctx, q, repo, patchID)
-	if err != nil {
-		return nil, err
-	}
-	revs, err := patches.Revisions(ctx, q, repo, patchID)
-	if err != nil {
-		return nil, err
-	}
-	latest := 0
-	if len(revs) > 0 {
-		latest = revs[len(revs)-1].Number
-	}
-	return Views(rs, latest), nil
-}
-
 // Vote is one reviewer's standing verdict.
 type Vote struct {
 	Author   string     `json:"author"`

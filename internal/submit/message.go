@@ -111,20 +111,6 @@ func isTrailerLine(l string) bool {
 	return true
 }
 
-// Footers are the trailers a submit writes into every commit it makes:
-// Patch: ID (kept, or added where the commit lacks it), Reviewed-on: the
-// patch's page, and one Reviewed-by: per approver, as Gerrit does.
-func Footers(patchID, url string, approvers []string) []string {
-	out := []string{"Patch: " + patchID}
-	if url != "" {
-		out = append(out, "Reviewed-on: "+url)
-	}
-	for _, a := range approvers {
-		out = append(out, "Reviewed-by: "+a)
-	}
-	return out
-}
-
 // subjectLine is the first line of a title, for a message's subject.
 func subjectLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
