@@ -119,6 +119,10 @@ func setup(t *testing.T, e *testscript.Env) error {
 	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	e.Setenv("TZ", "UTC")
 	e.Setenv("TRANSPORT", "ssh")
+	// Where git goes: until sshd-start points it at a real sshd, through
+	// each principal's stand-in for ssh (git-as, ssh-use), which runs the
+	// forced command as sshd would.
+	e.Setenv("GIT_URL", "ssh://git@forge.test")
 	gitconfig := "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n[protocol \"file\"]\n\tallow = always\n"
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
 		return err

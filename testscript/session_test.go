@@ -20,9 +20,13 @@ package testscript
 //	    to the id of what was made: the "id" of a JSON object printed, else
 //	    the first 40-hex id in stdout.
 //	git-as [-exit N] [-access 'LEVEL REPO'] NAME ARGS…
-//	    Runs git as NAME: with NAME's ssh key for ssh:// remotes (when it
-//	    has one), and COLLAB_PRINCIPAL=NAME for pushes to a repository on
-//	    this machine, which the hooks take as the pusher. -access gives the
+//	    Runs git as NAME: for ssh:// remotes ($GIT_URL) with NAME's ssh
+//	    key over the real sshd when the script ran sshd-start, else
+//	    through NAME's stand-in for ssh, which runs `collab-hook serve --as
+//	    NAME` as sshd's forced command would (standIn); and
+//	    COLLAB_PRINCIPAL=NAME for pushes to a repository path on this
+//	    machine (the operator's local push), which the hooks take as the
+//	    pusher. -access gives the
 //	    hooks the account serve leaves them after checking access
 //	    (COLLAB_ACCESS='LEVEL REPO NOW-MS'), stamped when git starts.
 //	admin [-exit N] ARGS…
@@ -345,14 +349,42 @@ func planGitAs(ts *testscript.TestScript, args []string) plan {
 
 func gitAs(ts *testscript.TestScript, name, access string, want int, args []string) plan {
 	p := plan{want: want, env: []string{"COLLAB_PRINCIPAL=" + name}, argv: append([]string{"git"}, args...)}
-	if w := filepath.Join(ts.Getenv("WORK"), ".sshbin", "ssh-"+name); fileExists(w) {
+	if w := filepath.Join(ts.Getenv("WORK"), ".sshbin", "ssh-"+name); ts.Getenv("SSH_PORT") != "" && fileExists(w) {
 		p.env = append(p.env, "GIT_SSH_COMMAND="+w, "GIT_SSH_VARIANT=ssh")
 		p.env = append(p.env, gitCredentials(ts, name)...)
+	} else {
+		p.env = append(p.env, "GIT_SSH_COMMAND="+standIn(ts, name), "GIT_SSH_VARIANT=ssh")
 	}
 	if access != "" {
 		p.env = append(p.env, fmt.Sprintf("COLLAB_ACCESS=%s %d", access, time.Now().UnixMilli()))
 	}
 	return p
+}
+
+// standIn writes and returns the program git runs as ssh for NAME
+// when no sshd runs: what sshd does for NAME's key, whose authorized_keys
+// line forces `collab-hook --root ROOT serve --as NAME`. It runs that
+// command with the command git asked for as SSH_ORIGINAL_COMMAND, in an
+// environment as bare as the one sshd gives a forced command (no
+// COLLAB_PRINCIPAL, nothing of the script's but serverEnv, as sshd-start's
+// SetEnv passes them), so a push to $GIT_URL takes the path
+// every ssh push takes: serve, its access check, the hand-off to the
+// hooks, the relay.
+func standIn(ts *testscript.TestScript, name string) string {
+	dir := filepath.Join(ts.Getenv("WORK"), ".servebin")
+	w := filepath.Join(dir, "ssh-"+name)
+	home := filepath.Join(dir, "home")
+	ts.Check(os.MkdirAll(home, 0o755))
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + shq(home), "USER=root", "LOGNAME=root",
+		"SSH_CONNECTION='127.0.0.1 50000 127.0.0.1 22'", "SSH_CLIENT='127.0.0.1 50000 22'"}
+	for _, k := range serverEnv {
+		// Read when git runs it, as sshd's SetEnv would pass the value.
+		env = append(env, fmt.Sprintf(`${%s:+%s="$%s"}`, k, k, k))
+	}
+	script := fmt.Sprintf("#!/bin/sh\n# %s's ssh to the forge without sshd: the forced command of its key.\nfor last; do :; done\nexec env -i %s SSH_ORIGINAL_COMMAND=\"$last\" %s --root %s serve --as %s\n",
+		name, strings.Join(env, " "), shq(filepath.Join(ts.Getenv("BIN"), "collab-hook")), shq(ts.Getenv("ROOT")), shq(name))
+	ts.Check(os.WriteFile(w, []byte(script), 0o755))
+	return w
 }
 
 func fileExists(path string) bool {

@@ -38,6 +38,9 @@ package testscript
 //	    GIT_SSH_COMMAND), so `exec git clone $GIT_URL/demo.git` and
 //	    `exec git push` run as NAME; in the HTTP run, with NAME's token
 //	    (made once with the token verb) as git's Authorization header.
+//	    Before sshd-start (or without root), NAME needs no key: git then
+//	    runs NAME's stand-in for ssh, the forced command itself (see
+//	    git-as), and $GIT_URL is ssh://git@forge.test.
 //
 // Programs on PATH for `exec` (scenarios now use the `as` and `git-as`
 // commands of session_test.go, which pick sshd or the forced command
@@ -218,7 +221,7 @@ LogLevel VERBOSE
 		fmt.Fprintf(&cfg, "AuthorizedKeysFile %s\n", p.authorizedKeys())
 	}
 	var setenv []string
-	for _, k := range []string{"COLLAB_JOURNAL_SOCKET"} {
+	for _, k := range serverEnv {
 		if v := ts.Getenv(k); v != "" {
 			setenv = append(setenv, k+"="+v)
 		}
@@ -255,6 +258,11 @@ LogLevel VERBOSE
 		ts.Setenv("GIT_URL", ts.Getenv("WEB_URL"))
 	}
 }
+
+// serverEnv are the variables of a script that reach the forced command
+// (sshd_config's SetEnv, as an operator would set them there): the
+// journal's socket, the merge scan's foreground budget.
+var serverEnv = []string{"COLLAB_JOURNAL_SOCKET", "COLLAB_MERGE_SCAN_BUDGET"}
 
 // gitCredentials is the environment that has git send NAME's token over
 // HTTP (as git's credential helpers would, through GIT_CONFIG_* so that
@@ -385,6 +393,12 @@ func cmdSSHUser(ts *testscript.TestScript, neg bool, args []string) {
 func cmdSSHUse(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: ssh-use NAME")
+	}
+	if ts.Getenv("SSH_PORT") == "" {
+		// No sshd: the forced command NAME's key would run (standIn).
+		ts.Setenv("GIT_SSH_COMMAND", standIn(ts, args[0]))
+		ts.Setenv("GIT_SSH_VARIANT", "ssh")
+		return
 	}
 	p := pathsOf(ts)
 	w := filepath.Join(p.bin, "ssh-"+args[0])
