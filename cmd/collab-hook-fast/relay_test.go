@@ -95,7 +95,7 @@ func TestDirectHooks(t *testing.T) {
 	}
 	bin := build(t)
 	root := t.TempDir()
-	links := map[string]string{"pre-receive": hookdir.Fast, "proc-receive": hookdir.Fast, "post-receive": hookdir.Gate}
+	links := map[string]string{"pre-receive": hookdir.Script, "proc-receive": hookdir.Script, "post-receive": hookdir.Gate}
 	if err := hookdir.Install(root, hookdir.Set{Links: links}); err != nil {
 		t.Fatal(err)
 	}

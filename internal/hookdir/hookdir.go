@@ -46,8 +46,8 @@ const FD = 4
 // The targets of the directory's links: fd FD, and the gate's fd, of the
 // process that runs the hook.
 const (
-	Fast = "/proc/self/fd/4"
-	Gate = "/proc/self/fd/5"
+	Script = "/proc/self/fd/4"
+	Gate   = "/proc/self/fd/5"
 )
 
 // Dir is the hooks directory of the root at rootDir.
@@ -55,7 +55,7 @@ func Dir(rootDir string) string { return filepath.Join(rootDir, "hooks") }
 
 // Set is what git runs for a push: the shim collab writes into every
 // repository for each hook, and where each hook's link in the directory
-// leads (Fast or Gate).
+// leads (Script or Gate).
 type Set struct {
 	Shims map[string]string
 	Links map[string]string

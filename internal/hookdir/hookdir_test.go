@@ -13,8 +13,8 @@ import (
 )
 
 func TestTargetsAreFDs(t *testing.T) {
-	if want := "/proc/self/fd/" + strconv.Itoa(FD); Fast != want {
-		t.Fatalf("Fast %q, want %q", Fast, want)
+	if want := "/proc/self/fd/" + strconv.Itoa(FD); Script != want {
+		t.Fatalf("Script %q, want %q", Script, want)
 	}
 	if want := "/proc/self/fd/" + strconv.Itoa(hookenv.GateFD); Gate != want {
 		t.Fatalf("Gate %q, want %q", Gate, want)
@@ -29,7 +29,7 @@ var shims = map[string]string{
 
 // set runs pre-receive and proc-receive directly, post-receive through
 // the gate.
-var set = Set{Shims: shims, Links: map[string]string{"pre-receive": Fast, "proc-receive": Fast, "post-receive": Gate}}
+var set = Set{Shims: shims, Links: map[string]string{"pre-receive": Script, "proc-receive": Script, "post-receive": Gate}}
 
 // setup makes a root with Dir installed and a repository whose hooks are
 // the shims, beside git's samples.
@@ -121,7 +121,7 @@ func TestUsable(t *testing.T) {
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(Fast, p); err != nil {
+			if err := os.Symlink(Script, p); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
@@ -189,7 +189,7 @@ func TestHookRunsInheritedFile(t *testing.T) {
 		t.Skip("git not installed")
 	}
 	root := t.TempDir()
-	if err := Install(root, Set{Shims: map[string]string{"pre-receive": ""}, Links: map[string]string{"pre-receive": Fast}}); err != nil {
+	if err := Install(root, Set{Shims: map[string]string{"pre-receive": ""}, Links: map[string]string{"pre-receive": Script}}); err != nil {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(t.TempDir(), "declines")

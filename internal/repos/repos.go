@@ -156,7 +156,7 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 // hookenv.PostReceiveIdle): then no program starts for it at all.
 func HookSet(binary, rootDir string) hookdir.Set {
 	s := hookdir.Set{Shims: make(map[string]string, len(Hooks)),
-		Links: map[string]string{"pre-receive": hookdir.Fast, "proc-receive": hookdir.Fast, "post-receive": hookdir.Gate}}
+		Links: map[string]string{"pre-receive": hookdir.Script, "proc-receive": hookdir.Script, "post-receive": hookdir.Gate}}
 	for _, h := range Hooks {
 		s.Shims[h] = Shim(binary, rootDir, h)
 	}
