@@ -13,18 +13,28 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// TestBrowserLineComments reviews in the browser with scripts turned off,
-// as the pages are server-rendered: click a line number, write a comment,
-// save it as a draft (which bob cannot see), publish it with an approval,
-// read bob's reply, resolve the thread; a comment on the old side; and a
-// refused comment keeps its text. At 1280 and 390 pixels.
+// TestBrowserLineComments reviews in the browser, with scripts and with
+// scripts turned off (the pages are server-rendered): click a line number,
+// write a comment, save it as a draft (which bob cannot see), publish it
+// with an approval, read bob's reply, resolve the thread; a comment on the
+// old side; and a refused comment keeps its text. At 1280 and 390 pixels.
 func TestBrowserLineComments(t *testing.T) {
+	for _, scripts := range []bool{true, false} {
+		t.Run(map[bool]string{true: "scripts", false: "no-scripts"}[scripts], func(t *testing.T) {
+			lineComments(t, scripts)
+		})
+	}
+}
+
+func lineComments(t *testing.T, scripts bool) {
 	f := newForge(t)
 	ctx, dialogs := browser(t)
-	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
-		return err
-	}))
+	if !scripts {
+		do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+			return err
+		}))
+	}
 	do(t, ctx, chromedp.EmulateViewport(1280, 900))
 	signIn(t, ctx, f, "alice")
 
@@ -57,7 +67,9 @@ func TestBrowserLineComments(t *testing.T) {
 	if out := f.verb("bob", "patch show demo 00c0ffee --json"); strings.Contains(out, "Why brave?") {
 		t.Fatalf("bob sees alice's draft: %s", out)
 	}
-	screenshot(t, ctx, "patch-draft")
+	if !scripts {
+		screenshot(t, ctx, "patch-draft")
+	}
 
 	// The Reply box publishes the draft with an approval, in one review.
 	do(t, ctx,
@@ -135,7 +147,9 @@ func TestBrowserLineComments(t *testing.T) {
 	}
 
 	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page+"?rev=1"), chromedp.WaitVisible(chromedp.CSS("#diff .thread")))
-	screenshot(t, ctx, "patch-thread-phone")
+	if !scripts {
+		screenshot(t, ctx, "patch-thread-phone")
+	}
 	if d := dialogs(); len(d) > 0 {
 		t.Fatalf("dialogs opened: %q", d)
 	}
