@@ -355,54 +355,23 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		return 0, false
 	}
 	h := hookenv.Handoff{Principal: r.Principal, Root: r.Root.Dir, URL: r.URL}
-	env := hookenv.GitEnv(r.Environ, h)
-	gitPath, err := lookPath("git", hookenv.Getenv(env)("PATH"))
-	if err != nil {
-		return 0, false
-	}
 	log = log.With("REPO", key)
-	child, srv, err := relay.Pair()
-	if err != nil {
-		log.WarnContext(ctx, "relay", "error", err.Error())
+	gf, ok := openGitFiles(ctx, r, log, dir, hookenv.GitEnv(r.Environ, h))
+	if !ok {
 		return 0, false
 	}
-	defer srv.Close()
-	defer child.Close()
-	handoff, err := hookenv.OpenLate()
+	defer gf.close()
+	gitPath, err := lookPath("git", hookenv.Getenv(gf.env)("PATH"))
 	if err != nil {
-		log.WarnContext(ctx, "hand-off", "error", err.Error())
 		return 0, false
-	}
-	defer handoff.Close()
-	files := []*os.File{child} // relay.ChildFD
-	// git's housekeeping check (gc --auto), which receive-pack would run
-	// while the pusher waits, runs once git is done, detached.
-	config := []string{"receive.autogc=false"}
-	hooks := "shims"
-	direct := hookhost.OpenDirect(r.Root.Dir, dir, r.Binary, 0, r.Log.With("PRINCIPAL", r.Principal))
-	if direct != nil {
-		defer direct.Close()
-		// Only with the script and the gate as its fds may git be
-		// pointed at the directory: without them git would find no hooks
-		// there, and skip them (so runGit's exec of git never names it).
-		files = append(files, direct.Script, direct.Gate) // hookdir.FD, hookenv.GateFD
-		// A shut gate is a hook git skips, which it would say to the
-		// pusher.
-		config = append(config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
-		hooks = "direct"
-	}
-	files = append(files, handoff.Git)
-	env = append(env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(files)))
-	if direct != nil {
-		files = append(files, direct.Pipes[0], direct.Pipes[1]) // relay.ReqFD, relay.AnsFD
 	}
 	// The pack's bound is an argument of git's, so git starts with the
 	// bound the last push found; a setting changed since starts it again.
 	argv := func(inputSize int64) []string {
-		return withConfig(withInputSize([]string{"git", "receive-pack", dir}, inputSize), config...)
+		return withConfig(withInputSize([]string{"git", "receive-pack", dir}, inputSize), gf.config...)
 	}
 	hint := inputSizeHint(r.Root)
-	g, err := startHeld(ctx, r, gitPath, argv(hint), env, files)
+	g, err := startHeld(ctx, r, gitPath, argv(hint), gf.env, gf.files)
 	if err != nil {
 		return 0, false
 	}
@@ -428,7 +397,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		if err := writeInputSizeHint(r.Root, lim.InputSize); err != nil {
 			log.WarnContext(ctx, "push limits", "error", err.Error())
 		}
-		again, err := startHeld(ctx, r, gitPath, argv(lim.InputSize), env, files)
+		again, err := startHeld(ctx, r, gitPath, argv(lim.InputSize), gf.env, gf.files)
 		if err != nil {
 			return refuse(fault.Wrap(err, "cannot start git"), "command", prog, "REPO", key), true
 		}
@@ -439,76 +408,30 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	// client's answer reaches git only once they have it (listen below),
 	// so no hook runs before the hand-off is sealed.
 	g.speak(r.Stdout)
-	rules, err := pushRules(ctx, db, key)
+	h.Limits = &lim
+	pairs, skips, err := gf.handOff(ctx, log, db, key, &h)
 	if err != nil {
 		return fail(err), true
 	}
-	h.Limits, h.Rules = &lim, rules
-	pairs := h.Pairs()
-	var skips *push.Skips
-	if direct != nil {
-		// Which branches post-receive scans, for pre-receive to shut the
-		// gate where the push gives it nothing to do; without them the
-		// gate stays open and post-receive runs.
-		if following, err := push.ReadFollowing(ctx, db.R(), key); err != nil {
-			log.WarnContext(ctx, "hooks", "error", err.Error())
-		} else {
-			pairs = append(pairs, hookenv.ScannedEnv(following.Branches)...)
-			skips = push.NewSkips(following)
-		}
-	}
-	if err := handoff.Seal(pairs); err != nil {
-		return fail(fault.Wrap(err, "cannot start git")), true
-	}
-	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", hooks, "DURATION_MS", time.Since(start).Milliseconds())
+	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", gf.hooks, "DURATION_MS", time.Since(start).Milliseconds())
 	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
-	run := func(req relay.Request, stdin, stdout, stderr *os.File) int {
-		if !relay.Served(req.Hook) {
-			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
-			return 1
-		}
-		var gate func() error
-		if req.Hook == "pre-receive" && direct != nil && skips != nil {
-			gate = func() error { return hookenv.Shut(direct.Gate) }
-		}
-		// Like a hook process, which serve's SIGTERM does not reach, a
-		// relayed hook finishes its work. It reads the hand-off git's
-		// hooks read: their environment and the late pairs.
-		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
-			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: append(slices.Clip(req.Env), pairs...), Dir: req.Dir,
-			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
-			Prefetch: prefetch, Skips: skips, Gate: gate,
-		})
-	}
-	var input io.Reader = r.Stdin
-	if direct == nil && len(rules) > 0 {
-		// The slow path only (gatedown.go): a gate that cannot run.
-		if why, since := hookdir.GateDown(dir); why != "" {
-			raw, refs, err := readCommands(r.Stdin)
-			if err != nil {
-				return fail(fault.Wrap(err, "cannot read the push")), true
-			}
-			b, err := protectedTouched(ctx, git.Open(dir), refs, rules)
-			if err != nil {
-				return fail(fault.Wrap(err, "cannot read the push")), true
-			}
-			if b != "" {
-				log.WarnContext(ctx, "gate down", "OUTCOME", "refused", "BRANCH", b, "why", why, "since", since.UTC().Format(time.RFC3339))
-				return fail(gateDownRefusal(key, b, why)), true
-			}
-			input = io.MultiReader(bytes.NewReader(raw), r.Stdin)
+	run := gf.hookRunner(ctx, r, db, key, pairs, prefetch, skips)
+	input := io.Reader(r.Stdin)
+	if gf.direct == nil && len(h.Rules) > 0 {
+		if input, err = gateDownInput(ctx, log, r.Stdin, dir, key, h.Rules); err != nil {
+			return fail(err), true
 		}
 	}
-	go srv.Serve(run)
-	if direct != nil {
-		go direct.Scripts.Serve(run)
+	go gf.srv.Serve(run)
+	if gf.direct != nil {
+		go gf.direct.Scripts.Serve(run)
 	}
-	if err := g.listen(input, handoff); err != nil {
+	if err := g.listen(input, gf.handoff); err != nil {
 		return fail(fault.Wrap(err, "cannot start git")), true
 	}
 	code, err, cerr := g.finish()
 	// A hook killed while serve ran it has its work finished here.
-	srv.Close()
+	gf.srv.Close()
 	prefetch.Close()
 	if skips != nil {
 		// The moves whose post-receive pre-receive skipped are scanned
@@ -527,6 +450,150 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		log.WarnContext(ctx, "gc", "OUTCOME", "error", "error", err.Error())
 	}
 	return code, true
+}
+
+// gitFiles are what serve hands git-receive-pack besides its command
+// line: the relay's socket, the hook script and the post-receive gate
+// where serve runs the hooks itself (direct), the late hand-off, and the
+// environment and configuration that name them (docs/push.md has the
+// table of fds and variables).
+type gitFiles struct {
+	// srv serves the relay's socket; child is git's end (fd 3).
+	srv     *relay.Server
+	child   *os.File
+	handoff *hookenv.Late
+	// direct is the hook script, the gate and their pipes; nil where the
+	// repository's own hooks run (its shims).
+	direct *hookhost.Direct
+	files  []*os.File
+	env    []string
+	config []string
+	hooks  string // "direct" or "shims", for the journal
+}
+
+// openGitFiles makes the files for a push into dir; ok is false where
+// one cannot be made (serve then runs git its ordinary way).
+func openGitFiles(ctx context.Context, r *Request, log *slog.Logger, dir string, env []string) (gf *gitFiles, ok bool) {
+	child, srv, err := relay.Pair()
+	if err != nil {
+		log.WarnContext(ctx, "relay", "error", err.Error())
+		return nil, false
+	}
+	gf = &gitFiles{srv: srv, child: child, env: env, hooks: "shims"}
+	if gf.handoff, err = hookenv.OpenLate(); err != nil {
+		log.WarnContext(ctx, "hand-off", "error", err.Error())
+		gf.close()
+		return nil, false
+	}
+	gf.files = []*os.File{child} // relay.ChildFD
+	// git's housekeeping check (gc --auto), which receive-pack would run
+	// while the pusher waits, runs once git is done, detached.
+	gf.config = []string{"receive.autogc=false"}
+	gf.direct = hookhost.OpenDirect(r.Root.Dir, dir, r.Binary, 0, r.Log.With("PRINCIPAL", r.Principal))
+	if gf.direct != nil {
+		// Only with the script and the gate as its fds may git be
+		// pointed at the directory: without them git would find no hooks
+		// there, and skip them (so runGit's exec of git never names it).
+		gf.files = append(gf.files, gf.direct.Script, gf.direct.Gate) // hookdir.FD, hookenv.GateFD
+		// A shut gate is a hook git skips, which it would say to the
+		// pusher.
+		gf.config = append(gf.config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
+		gf.hooks = "direct"
+	}
+	gf.files = append(gf.files, gf.handoff.Git)
+	gf.env = append(gf.env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(gf.files)))
+	if gf.direct != nil {
+		gf.files = append(gf.files, gf.direct.Pipes[0], gf.direct.Pipes[1]) // relay.ReqFD, relay.AnsFD
+	}
+	return gf, true
+}
+
+func (gf *gitFiles) close() {
+	if gf.direct != nil {
+		gf.direct.Close()
+	}
+	if gf.handoff != nil {
+		gf.handoff.Close()
+	}
+	gf.child.Close()
+	gf.srv.Close()
+}
+
+// handOff reads the branch rules and, where serve runs the hooks itself,
+// the branches the merge scan follows, and writes them with h into the
+// late hand-off, sealed; h gets the rules. It returns the hand-off's
+// pairs, and the skips pre-receive may record (nil: post-receive always
+// runs).
+func (gf *gitFiles) handOff(ctx context.Context, log *slog.Logger, db *store.DB, key string, h *hookenv.Handoff) ([]string, *push.Skips, error) {
+	rules, err := pushRules(ctx, db, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	h.Rules = rules
+	pairs := h.Pairs()
+	var skips *push.Skips
+	if gf.direct != nil {
+		// Which branches post-receive scans, for pre-receive to shut the
+		// gate where the push gives it nothing to do; without them the
+		// gate stays open and post-receive runs.
+		if following, err := push.ReadFollowing(ctx, db.R(), key); err != nil {
+			log.WarnContext(ctx, "hooks", "error", err.Error())
+		} else {
+			pairs = append(pairs, hookenv.ScannedEnv(following.Branches)...)
+			skips = push.NewSkips(following)
+		}
+	}
+	if err := gf.handoff.Seal(pairs); err != nil {
+		return nil, nil, fault.Wrap(err, "cannot start git")
+	}
+	return pairs, skips, nil
+}
+
+// hookRunner is how serve runs a hook that git's hook process hands it
+// (over the script's pipes or the socket), with serve's database.
+func (gf *gitFiles) hookRunner(ctx context.Context, r *Request, db *store.DB, key string, pairs []string, prefetch *push.Prefetch, skips *push.Skips) func(relay.Request, *os.File, *os.File, *os.File) int {
+	return func(req relay.Request, stdin, stdout, stderr *os.File) int {
+		if !relay.Served(req.Hook) {
+			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
+			return 1
+		}
+		var gate func() error
+		if req.Hook == "pre-receive" && gf.direct != nil && skips != nil {
+			gate = func() error { return hookenv.Shut(gf.direct.Gate) }
+		}
+		// Like a hook process, which serve's SIGTERM does not reach, a
+		// relayed hook finishes its work. It reads the hand-off git's
+		// hooks read: their environment and the late pairs.
+		return hookrun.Run(context.WithoutCancel(ctx), hookrun.Hook{
+			Name: req.Hook, Root: r.Root, URL: r.URL, Environ: append(slices.Clip(req.Env), pairs...), Dir: req.Dir,
+			Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: r.Log.With("RELAYED", true), DB: db, Repo: key,
+			Prefetch: prefetch, Skips: skips, Gate: gate,
+		})
+	}
+}
+
+// gateDownInput is the slow path of a push whose repository's hooks serve
+// cannot run and whose gate is down (gatedown.go): it reads the push's
+// commands first and refuses one that moves a protected branch; else the
+// input git reads, the commands put back in front.
+func gateDownInput(ctx context.Context, log *slog.Logger, stdin io.Reader, dir, key string, rules map[string]pushcheck.Rule) (io.Reader, error) {
+	why, since := hookdir.GateDown(dir)
+	if why == "" {
+		return stdin, nil
+	}
+	raw, refs, err := readCommands(stdin)
+	if err != nil {
+		return nil, fault.Wrap(err, "cannot read the push")
+	}
+	b, err := protectedTouched(ctx, git.Open(dir), refs, rules)
+	if err != nil {
+		return nil, fault.Wrap(err, "cannot read the push")
+	}
+	if b != "" {
+		log.WarnContext(ctx, "gate down", "OUTCOME", "refused", "BRANCH", b, "why", why, "since", since.UTC().Format(time.RFC3339))
+		return nil, gateDownRefusal(key, b, why)
+	}
+	return io.MultiReader(bytes.NewReader(raw), stdin), nil
 }
 
 // held is a git serve started with nothing passing between it and the
