@@ -17,10 +17,13 @@
 // the floor share every round, so their difference is what the run
 // resolves best.
 //
-//	make build && go run ./bench/builds -old DIR [-n 61]
+//	make build && go run ./bench/builds -old DIR [-n 61] [-old-env K=V]…
 //
 // DIR is another tree (a git worktree of an older commit, say) with its
-// bin/ built; the new build is this tree's bin/.
+// bin/ built; the new build is this tree's bin/. -old-env sets K=V in the
+// old side's serve (and the hooks it starts): with -old . it measures one
+// build with a speed trick's switch off ("old") against the same build
+// with it on ("new"), e.g. -old . -old-env COLLAB_NO_PREFAULT=1.
 package main
 
 import (
@@ -39,12 +42,14 @@ import (
 func main() {
 	old := flag.String("old", "", "the other tree, with bin/ built (required)")
 	n := flag.Int("n", 61, "rounds")
+	var oldEnv envList
+	flag.Var(&oldEnv, "old-env", "K=V for the old side's serve (repeatable)")
 	flag.Parse()
 	if *old == "" {
 		fmt.Fprintln(os.Stderr, "usage: go run ./bench/builds -old DIR [-n 61]")
 		os.Exit(2)
 	}
-	if err := run(*old, *n); err != nil {
+	if err := run(*old, *n, oldEnv); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/builds:", err)
 		os.Exit(1)
 	}
@@ -57,9 +62,25 @@ type target struct {
 	walls, cpus                 []time.Duration
 }
 
-func run(oldTree string, n int) error {
+// envList is a repeatable flag of K=V settings.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" || strings.ContainsAny(v, "'\n") {
+		return fmt.Errorf("want K=V without quotes or newlines, not %q", v)
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+func run(oldTree string, n int, oldEnv []string) error {
 	top, err := os.Getwd()
 	if err != nil {
+		return err
+	}
+	if oldTree, err = filepath.Abs(oldTree); err != nil {
 		return err
 	}
 	bins := map[string]string{"old": filepath.Join(oldTree, "bin"), "new": filepath.Join(top, "bin")}
@@ -157,7 +178,11 @@ func run(oldTree string, n int) error {
 		}
 		webs = append(webs, web)
 		transport := filepath.Join(w, "transport-"+b)
-		if err := write(transport, fmt.Sprintf("#!/bin/sh\nfor last; do :; done\nSSH_ORIGINAL_COMMAND=$last exec %s --root %s serve --as bench\n", hook, root), 0o755); err != nil {
+		set := ""
+		if b == "old" && len(oldEnv) > 0 {
+			set = "export '" + strings.Join(oldEnv, "' '") + "'\n"
+		}
+		if err := write(transport, fmt.Sprintf("#!/bin/sh\nfor last; do :; done\n%sSSH_ORIGINAL_COMMAND=$last exec %s --root %s serve --as bench\n", set, hook, root), 0o755); err != nil {
 			return err
 		}
 		br, err := clone("c-"+b, transport, "ssh://local/demo.git", "main")
@@ -226,7 +251,7 @@ func run(oldTree string, n int) error {
 	fmt.Fprintln(os.Stderr)
 
 	fw, fc := median(targets[0].walls), median(targets[0].cpus)
-	fmt.Printf("bench/builds: %d interleaved rounds through the stand-in transport; old %s, new %s; medians\n", n, oldTree, top)
+	fmt.Printf("bench/builds: %d interleaved rounds through the stand-in transport; old %s %s, new %s; medians\n", n, oldTree, strings.Join(oldEnv, " "), top)
 	fmt.Printf("%-24s %8s %6s %8s %6s\n", "", "wall ms", "ratio", "cpu ms", "ratio")
 	for _, t := range targets {
 		tw, tc := median(t.walls), median(t.cpus)
