@@ -150,7 +150,7 @@ func (s *Server) postLabels(w http.ResponseWriter, r *http.Request) error {
 	set := strings.FieldsFunc(r.PostFormValue("labels"), func(c rune) bool { return c == ',' || unicode.IsSpace(c) })
 	ev, err := s.ops.LabelIssue(r.Context(), actor(r), ops.LabelIssue{Issue: ref, Set: &set})
 	if err != nil {
-		return err
+		return s.refusedPost(w, r, "labels", err, s.pageIssue)
 	}
 	http.Redirect(w, r, pagePath(ev.Repo, "issues", ev.ID), http.StatusSeeOther)
 	return nil

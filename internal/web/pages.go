@@ -200,7 +200,7 @@ func (s *Server) postComment(w http.ResponseWriter, r *http.Request) error {
 	}
 	c, err := s.ops.Comment(r.Context(), actor(r), ops.Comment{Issue: ref, Body: crlf(r.PostFormValue("body"))})
 	if err != nil {
-		return err
+		return s.refusedPost(w, r, "comment", err, s.pageIssue)
 	}
 	http.Redirect(w, r, pagePath(c.Repo, "issues", c.IssueID)+"?from="+c.ID+"#c-"+c.ID, http.StatusSeeOther)
 	return nil
@@ -230,14 +230,14 @@ func (s *Server) postIssueClaim(w http.ResponseWriter, r *http.Request) error {
 	if r.PostFormValue("release") != "" {
 		out, err := s.ops.ReleaseLease(r.Context(), actor(r), ops.Release{Issue: ref})
 		if err != nil {
-			return err
+			return s.refusedPost(w, r, "claim", err, s.pageIssue)
 		}
 		http.Redirect(w, r, pagePath(out.Repo, "issues", out.IssueID), http.StatusSeeOther)
 		return nil
 	}
 	l, err := s.ops.AcquireLease(r.Context(), actor(r), ops.Acquire{Issue: ref})
 	if err != nil {
-		return err
+		return s.refusedPost(w, r, "claim", err, s.pageIssue)
 	}
 	http.Redirect(w, r, pagePath(l.Repo, "issues", l.IssueID), http.StatusSeeOther)
 	return nil
@@ -252,7 +252,7 @@ func (s *Server) postIssueEdit(w http.ResponseWriter, r *http.Request) error {
 	title, body := r.PostFormValue("title"), crlf(r.PostFormValue("body"))
 	is, _, err := s.ops.EditIssue(r.Context(), actor(r), ops.EditIssue{Issue: ref, Title: &title, Body: &body})
 	if err != nil {
-		return err
+		return s.refusedPost(w, r, "issue-edit", err, s.pageIssue)
 	}
 	http.Redirect(w, r, pagePath(is.Repo, "issues", is.ID), http.StatusSeeOther)
 	return nil
@@ -269,7 +269,7 @@ func (s *Server) postPatchEdit(w http.ResponseWriter, r *http.Request) error {
 	if st := r.PostFormValue("state"); st != "" {
 		ch, err := s.ops.SetPatchState(r.Context(), actor(r), ref, patches.State(st))
 		if err != nil {
-			return err
+			return s.refusedPost(w, r, "actions", err, s.pagePatch)
 		}
 		http.Redirect(w, r, pagePath(ch.Patch.Repo, "patches", ch.Patch.ID), http.StatusSeeOther)
 		return nil
@@ -295,7 +295,14 @@ func (s *Server) postPatchEdit(w http.ResponseWriter, r *http.Request) error {
 	}
 	ch, err := s.ops.EditPatch(r.Context(), actor(r), in)
 	if err != nil {
-		return err
+		form := "actions"
+		switch {
+		case in.Title != nil:
+			form = "patch-edit"
+		case in.AddReviewers != nil || in.RemoveReviewers != nil:
+			form = "reviewers"
+		}
+		return s.refusedPost(w, r, form, err, s.pagePatch)
 	}
 	http.Redirect(w, r, pagePath(ch.Patch.Repo, "patches", ch.Patch.ID), http.StatusSeeOther)
 	return nil
@@ -566,7 +573,7 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 		// The page's Reply box: the viewer's drafts go out with it.
 		out, err := s.ops.PublishDrafts(r.Context(), actor(r), ops.Publish{Patch: ref, Verdict: in.Verdict, Body: in.Body})
 		if err != nil {
-			return err
+			return s.refusedPost(w, r, "review", err, s.pagePatch, "rev", r.PostFormValue("revision"))
 		}
 		target := pagePath(out.Repo, "patches", out.PatchID)
 		if n := len(out.Posted); n > 0 {
@@ -580,6 +587,10 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) error {
 		// A refused line comment: the page again, its form open at that
 		// line with what was typed and what was wrong.
 		return s.refusedForm(w, r, ref, in, fe.Msg)
+	}
+	if err != nil && in.Reply == "" && r.PostFormValue("cf") == "" {
+		// The Reply box.
+		return s.refusedPost(w, r, "review", err, s.pagePatch, "rev", r.PostFormValue("revision"))
 	}
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/collab-forge/collab/internal/patches"
@@ -61,8 +62,11 @@ func loadPages(s *Server) (*pages, error) {
 			slices.Reverse(out)
 			return out
 		},
-		"size": size,
-		"mdc":  s.md.Cached,
+		"size":    size,
+		"mdc":     s.md.Cached,
+		"typed":   typed,
+		"join":    func(ss []string) string { return strings.Join(ss, " ") },
+		"refusal": refusal,
 	}
 	p := &pages{sets: map[string]*template.Template{}}
 	for _, n := range pageNames {
@@ -124,6 +128,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		data["CSRF"] = c.session.CSRF
 	}
 	data["Path"] = r.URL.RequestURI()
+	data["Refused"] = refusedOf(r)
 	data["Year"] = time.Now().Year()
 	var b bytes.Buffer
 	if err := s.pages.sets[name].ExecuteTemplate(&b, "layout", data); err != nil {

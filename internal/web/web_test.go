@@ -575,9 +575,11 @@ func TestPagesLoginAndCSRF(t *testing.T) {
 	if res.StatusCode != 403 {
 		t.Fatalf("review without CSRF: %d", res.StatusCode)
 	}
-	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"lgtm"}, "csrf": {csrf}}, nil)
-	if res.StatusCode != 400 {
-		t.Fatalf("review with a bad verdict: %d", res.StatusCode)
+	// A refused review comes back in place: the page, what was typed,
+	// and why (422).
+	res, body = post(t, c, pp+"/reviews", url.Values{"verdict": {"lgtm"}, "body": {"Kept <text>"}, "csrf": {csrf}}, nil)
+	if res.StatusCode != 422 || !strings.Contains(body, `id="review-error"`) || !strings.Contains(body, "Kept &lt;text&gt;</textarea>") {
+		t.Fatalf("review with a bad verdict: %d\n%s", res.StatusCode, body)
 	}
 	res, _ = post(t, c, pp+"/reviews", url.Values{"verdict": {"comment"}, "body": {"Line *two*?"}, "file": {"a.txt"}, "line": {"2"}, "revision": {"2"}, "csrf": {csrf}}, nil)
 	if res.StatusCode != 303 {
