@@ -196,6 +196,13 @@ func decodeScanned(v string) map[string]Followed {
 	return out
 }
 
+// UnmergedOffVar, set to "off" in the environment of the process that
+// runs pre-receive (serve), turns off the proof that a move of a followed
+// branch merges nothing (Unmerged): post-receive then runs and scans every
+// such move. For measuring the proof against its absence (bench/builds
+// -old-env COLLAB_UNMERGED_PROOF=off).
+const UnmergedOffVar = "COLLAB_UNMERGED_PROOF"
+
 // PostReceiveIdle reports whether post-receive would find nothing to do
 // in a push of updates, where serve made the gate: each branch the merge
 // scan follows that the push moves is moved from where its last scan
@@ -215,7 +222,7 @@ func (h Handoff) PostReceiveIdle(updates []pushcheck.Update, read CommitReader) 
 		if !ok {
 			continue
 		}
-		if !Unmerged(f, u, read) {
+		if os.Getenv(UnmergedOffVar) == "off" || !Unmerged(f, u, read) {
 			return false, nil
 		}
 		unmerged = append(unmerged, u)

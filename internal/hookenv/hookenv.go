@@ -5,6 +5,15 @@
 // COLLAB_* variables. Both sides use this one struct: serve Encodes it into
 // git's environment (the part it reads from the database, for a push it
 // holds git for, into the late hand-off: late.go), the hooks Decode it.
+//
+// The post-receive gate (gate.go) lets git skip post-receive where it
+// would find nothing to do, and the proof that a move of a followed branch
+// merges nothing (Unmerged) lets it skip it on an ordinary push to a
+// branch with open patches. With the proof turned off (UnmergedOffVar)
+// such a push took 15-18 ms more wall and 28-31 ms more CPU (bench/builds
+// -old . -old-env COLLAB_UNMERGED_PROOF=off -n 61, two runs, medians of
+// the paired rounds; 1.22-1.27x the hookless floor against 1.40-1.45x), as
+// post-receive then runs and scans: it stays.
 package hookenv
 
 import (
