@@ -91,8 +91,18 @@ func writerMark(root forge.Root, principal, key string) string {
 	return filepath.Join(writersDir(root), hex.EncodeToString(sum[:16]))
 }
 
-// wroteBefore reports whether principal passed the check for key before.
+// EarlyOffVar, set to "off" in serve's environment, turns off the early
+// start: git then starts after the access check for everyone, for
+// measuring the one against the other (bench/builds -old . -old-env
+// COLLAB_EARLY_GIT=off).
+const EarlyOffVar = "COLLAB_EARLY_GIT"
+
+// wroteBefore reports whether principal passed the check for key before
+// (and the early start is on).
 func wroteBefore(root forge.Root, principal, key string) bool {
+	if os.Getenv(EarlyOffVar) == "off" {
+		return false
+	}
 	_, err := os.Lstat(writerMark(root, principal, key))
 	return err == nil
 }
