@@ -130,6 +130,18 @@ func Run(ctx context.Context, h Hook) int {
 			return 0 // a refs/for push: nothing for the merge scan
 		}
 	}
+	e, closeDB, err := pushEnv(ctx, h, hand, getenv, key, dir, us)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeDB()
+	return dispatch(ctx, h, hand, e, dir, us, fail)
+}
+
+// pushEnv is what the push's use cases need for one hook run: the
+// repository, who pushes, what serve checked and handed off, and the
+// database where the hand-off lacks something (closeDB closes it).
+func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, key, dir string, us []push.Update) (e *push.Env, closeDB func(), err error) {
 	// Where serve has just checked write access and handed off the push
 	// limits and branch rules (collab-hook-fast decides such a push
 	// itself where it is installed), or the push is local (the
@@ -144,7 +156,7 @@ func Run(ctx context.Context, h Hook) int {
 	if h.Environ != nil {
 		g = git.InHookEnv(dir, h.Environ)
 	}
-	e := &push.Env{
+	e = &push.Env{
 		Root: h.Root, Repo: key, Git: g, DB: h.DB,
 		Principal: hand.Principal, WriteChecked: checked, URL: h.URL,
 		Stderr: h.Stderr, Log: h.Log, Now: time.Now, Limits: hand.Limits,
@@ -153,12 +165,13 @@ func Run(ctx context.Context, h Hook) int {
 	if h.Name == "pre-receive" && hand.Stamped(key, time.Now()) {
 		e.Rules, e.Level = hand.Rules, hand.Checked.Level
 	}
+	closeDB = func() {}
 	fenced := h.Name == "pre-receive" && pushcheck.CarriesLease(pushcheck.OptionsOf(getenv))
 	if e.DB == nil && (fenced || !checked || hand.Limits == nil || (e.Rules == nil && pushcheck.TouchesBranches(us))) {
 		if e.DB, err = store.OpenShort(ctx, h.Root.DBPath()); err != nil {
-			return fail(fault.Default(err, "forge database unavailable"))
+			return nil, nil, fault.Default(err, "forge database unavailable")
 		}
-		defer e.DB.Close()
+		closeDB = func() { e.DB.Close() }
 	}
 	if h.Name == "pre-receive" && h.Gate != nil {
 		e.Passed = func(us []push.Update) []any {
@@ -170,9 +183,14 @@ func Run(ctx context.Context, h Hook) int {
 		// every write of a principal passes (the operator's are not).
 		e.CountWrite = (&ops.Service{DB: e.DB, Root: h.Root}).CountWrite
 	}
+	return e, closeDB, nil
+}
+
+// dispatch runs hook h's use case on e and returns its exit code.
+func dispatch(ctx context.Context, h Hook, hand hookenv.Handoff, e *push.Env, dir string, us []push.Update, fail func(error) int) int {
 	switch h.Name {
 	case "pre-receive":
-		if err := push.PreReceive(ctx, e, us, pushcheck.OptionsOf(getenv)); err != nil {
+		if err := push.PreReceive(ctx, e, us, e.Options); err != nil {
 			// PreReceive logged it with the refs.
 			fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 			return 1
@@ -189,7 +207,7 @@ func Run(ctx context.Context, h Hook) int {
 		deferred, err := push.PostReceive(ctx, e, us, budget)
 		if len(deferred) > 0 {
 			if berr := background(h.Root, dir, h.URL, h.Environ, deferred); berr != nil {
-				h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", berr.Error())
+				h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", e.Repo, "OUTCOME", "error", "error", berr.Error())
 				fmt.Fprintln(e.Stderr, "collab: could not start the background merge scan; run collab-hook fsck")
 			}
 		}
@@ -205,7 +223,7 @@ func Run(ctx context.Context, h Hook) int {
 		// waits: nobody reads its output; it logs.
 		e.Stderr = io.Discard
 		if _, err := push.PostReceive(ctx, e, us, 0); err != nil {
-			h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", key, "OUTCOME", "error", "error", err.Error())
+			h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", e.Repo, "OUTCOME", "error", "error", err.Error())
 			return 1
 		}
 	}
