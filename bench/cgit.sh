@@ -3,7 +3,8 @@
 # Debian's lighttpd) on the same bare repository of 2,000 commits, one
 # page kind after the other, interleaved request by request: the overview,
 # a directory, a highlighted file, the log and one commit. cgit's cache is
-# off (its default), as collab-web keeps none across commits either.
+# off (its default); collab-web remembers its reads from git (browse.Memo),
+# and a second collab-web with the memo off shows what a first view costs.
 #
 # Two collab-webs run: one as shipped, which remembers what it read from
 # git by object id and by the refs' stamp (browse.Memo), and one with
@@ -35,14 +36,7 @@ cleanup() {
 trap cleanup EXIT
 export HOME=$w/home GIT_CONFIG_NOSYSTEM=1
 mkdir -p "$HOME"
-free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	exit 1
-}
+. "$top/bench/lib.sh" # free_port
 wait_port() {
 	for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done
 	echo "bench/cgit.sh: nothing listens on $1" >&2

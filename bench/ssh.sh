@@ -86,14 +86,7 @@ git config --global user.email bench@example.com
 git config --global init.defaultBranch main
 git config --global advice.detachedHead false
 
-free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	exit 1
-}
+. "$top/bench/lib.sh" # free_port
 new_user() {
 	if ! id "$1" >/dev/null 2>&1; then
 		useradd --create-home --shell /bin/sh "$1"
