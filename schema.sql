@@ -490,3 +490,18 @@ ALTER TABLE patches ADD COLUMN titled INTEGER NOT NULL DEFAULT 0;
 -- branch protect --resolved: submit needs every inline thread resolved.
 ALTER TABLE branch_rules ADD COLUMN resolved INTEGER NOT NULL DEFAULT 0;
 UPDATE reviews SET thread = id, side = 'new' WHERE file IS NOT NULL;
+
+-- migrate 14
+-- On behalf of (CONTRACT.md "Writes may carry --on-behalf-of"): a grant's
+-- delegate capability (never implied by admin; granting it raises the
+-- level to at least write), and on each written record the person an
+-- actor acted for and how the request reached it (NULL: the actor's own).
+ALTER TABLE grants ADD COLUMN delegate INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE issues ADD COLUMN on_behalf_of TEXT;
+ALTER TABLE issues ADD COLUMN via TEXT;
+ALTER TABLE comments ADD COLUMN on_behalf_of TEXT;
+ALTER TABLE comments ADD COLUMN via TEXT;
+ALTER TABLE reviews ADD COLUMN on_behalf_of TEXT;
+ALTER TABLE reviews ADD COLUMN via TEXT;
+ALTER TABLE events ADD COLUMN on_behalf_of TEXT;
+ALTER TABLE events ADD COLUMN via TEXT;

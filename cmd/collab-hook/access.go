@@ -162,20 +162,29 @@ func keyCommand() *cli.Command {
 func grantCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "grant",
-		Usage:     "give a principal read, write or admin access to a repository (* for every one)",
-		ArgsUsage: "NAME REPO read|write|admin",
+		Usage:     "give a principal read, write or admin access to a repository (* for every one), or delegate: write and acting on behalf of others",
+		ArgsUsage: "NAME REPO read|write|admin|delegate",
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 3 {
-				return fault.New(fault.Usage, "usage: grant NAME REPO read|write|admin")
+				return fault.New(fault.Usage, "usage: grant NAME REPO read|write|admin|delegate")
 			}
 			name := c.Args().Get(0)
 			repo, err := principals.GrantKey(c.Args().Get(1))
 			if err != nil {
 				return err
 			}
+			if c.Args().Get(2) == access.Delegate {
+				return withDB(c, func(_ forge.Root, db *store.DB) error {
+					if err := principals.SetDelegate(c.Context, db, name, repo); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.App.Writer, "granted %s delegate on %s\n", name, displayGrant(repo))
+					return nil
+				})
+			}
 			level, err := access.ParseLevel(c.Args().Get(2))
 			if err != nil {
-				return err
+				return fault.New(fault.Usage, "bad access level %q: want read, write, admin or delegate", text.Clip(c.Args().Get(2)))
 			}
 			return withDB(c, func(_ forge.Root, db *store.DB) error {
 				if err := principals.SetGrant(c.Context, db, name, repo, level); err != nil {

@@ -232,3 +232,20 @@ func Require(ctx context.Context, q Querier, principal, key string, need Level) 
 func NotFound(key string) error {
 	return fault.New(fault.NotFound, "repository %s not found", reponame.Display(key))
 }
+
+// Delegate is the capability to act on behalf of others (CONTRACT.md
+// "Writes may carry --on-behalf-of"): granted on its own
+// (`grant NAME REPO delegate`), never implied by a level.
+const Delegate = "delegate"
+
+// MayDelegate reports whether principal, enabled, holds delegate on key's
+// repository or on every one.
+func MayDelegate(ctx context.Context, q Querier, principal, key string) (bool, error) {
+	var ok bool
+	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM grants g JOIN principals p ON p.name = g.principal
+		WHERE g.principal = ? AND g.repo IN (?, '*') AND g.delegate = 1 AND p.disabled = 0)`, principal, key).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read delegation of %s to %s: %w", principal, key, err)
+	}
+	return ok, nil
+}

@@ -19,7 +19,7 @@ func TestOf(t *testing.T) {
 	for _, s := range []string{
 		"INSERT INTO repos(name, public, created_at) VALUES ('pub.git', 1, 't'), ('priv.git', 0, 't'), ('org/x.git', 0, 't')",
 		"INSERT INTO principals(name, disabled, created_at) VALUES ('ann', 0, 't'), ('bob', 0, 't'), ('cat', 0, 't'), ('old', 1, 't')",
-		"INSERT INTO grants VALUES ('ann', 'priv.git', 'write'), ('bob', '*', 'read'), ('cat', '*', 'read'), ('cat', 'org/x.git', 'admin'), ('old', '*', 'admin')",
+		"INSERT INTO grants(principal, repo, level) VALUES ('ann', 'priv.git', 'write'), ('bob', '*', 'read'), ('cat', '*', 'read'), ('cat', 'org/x.git', 'admin'), ('old', '*', 'admin')",
 	} {
 		if _, err := db.R().Exec(s); err != nil {
 			t.Fatal(err)

@@ -20,9 +20,13 @@ import (
 type Edit struct {
 	Principal string
 	Level     access.Level
-	State     *State  // Open or Closed; nil leaves the state
-	Title     *string // nil leaves the title
-	Body      *string // nil leaves the body
+	// Person, when set, is whom Principal acts for, with PersonLevel:
+	// the edit must be one the person may make too.
+	Person      string
+	PersonLevel access.Level
+	State       *State  // Open or Closed; nil leaves the state
+	Title       *string // nil leaves the title
+	Body        *string // nil leaves the body
 	// LeaseToken, when positive, fences the write: it must be the
 	// principal's current token of a live lease on the issue.
 	LeaseToken int64
@@ -54,8 +58,11 @@ func MayChange(cur Issue, principal string, lvl access.Level, stateChange bool, 
 	return nil
 }
 
+// mayEdit: an issue is one's own when one filed it, or it was filed on
+// one's behalf.
 func mayEdit(cur Issue, principal string, lvl access.Level, verb string) error {
-	if principal == "" || (cur.Author != principal && lvl < access.Write) {
+	own := cur.Author == principal || (cur.OnBehalfOf != nil && *cur.OnBehalfOf == principal)
+	if principal == "" || (!own && lvl < access.Write) {
 		return fault.New(fault.Denied, "permission denied: write access to %s needed to %s an issue filed by someone else",
 			reponame.Display(cur.Repo), verb)
 	}
@@ -101,6 +108,11 @@ func Change(ctx context.Context, tx store.Querier, repo, id string, e Edit, now 
 	// fenced-off worker learns why.
 	if err := mayEdit(cur, e.Principal, e.Level, e.verb()); err != nil {
 		return Issue{}, false, err
+	}
+	if e.Person != "" {
+		if err := mayEdit(cur, e.Person, e.PersonLevel, e.verb()); err != nil {
+			return Issue{}, false, fault.OnField(err, "on-behalf-of")
+		}
 	}
 	if e.LeaseToken > 0 {
 		if err := leases.Fence(ctx, tx, repo, id, e.Principal, e.LeaseToken, now); err != nil {

@@ -44,12 +44,13 @@ const (
 
 // Issue is the contract's issue object.
 type Issue struct {
-	ID        string        `json:"id"`
-	Repo      string        `json:"repo"`
-	Title     string        `json:"title"`
-	Body      string        `json:"body"`
-	State     State         `json:"state"`
-	Author    string        `json:"author"`
+	ID     string `json:"id"`
+	Repo   string `json:"repo"`
+	Title  string `json:"title"`
+	Body   string `json:"body"`
+	State  State  `json:"state"`
+	Author string `json:"author"`
+	events.Behalf
 	CreatedAt store.Time    `json:"created_at"`
 	UpdatedAt store.Time    `json:"updated_at"`
 	ClosedAt  *store.Time   `json:"closed_at"`
@@ -61,12 +62,33 @@ type Issue struct {
 
 // Comment is the contract's comment object.
 type Comment struct {
-	ID        string     `json:"id"`
-	Repo      string     `json:"repo"`
-	IssueID   string     `json:"issue_id"`
-	Author    string     `json:"author"`
+	ID      string `json:"id"`
+	Repo    string `json:"repo"`
+	IssueID string `json:"issue_id"`
+	Author  string `json:"author"`
+	events.Behalf
 	Body      string     `json:"body"`
 	CreatedAt store.Time `json:"created_at"`
+}
+
+// commentCols are the columns scanComment reads.
+const commentCols = "id, author, on_behalf_of, via, body, created_at"
+
+func scanComment(s scanner, c *Comment) error {
+	return s.Scan(&c.ID, &c.Author, &c.OnBehalfOf, &c.Via, &c.Body, &c.CreatedAt)
+}
+
+// Attribute records on whose behalf the actor filed the issue (kind
+// "issue") or wrote the comment ("comment") id in repo.
+func Attribute(ctx context.Context, tx store.Querier, kind, repo, id string, b events.Behalf) error {
+	table := map[string]string{"issue": "issues", "comment": "comments"}[kind]
+	if table == "" {
+		return fmt.Errorf("attribute %s: not an issue or a comment", kind)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET on_behalf_of = ?, via = ? WHERE repo = ? AND id = ?", b.OnBehalfOf, b.Via, repo, id); err != nil {
+		return fmt.Errorf("record on whose behalf %s %s was written: %w", kind, id, err)
+	}
+	return nil
 }
 
 // Detail is an issue as `issue show` and the API's GET print it: with its
@@ -154,7 +176,7 @@ func New(ctx context.Context, tx store.Querier, repo, author, title, body string
 	return is, nil
 }
 
-const issueCols = "i.seq, i.id, i.repo, i.title, i.body, i.state, i.author, i.created_at, i.updated_at, i.closed_at, " +
+const issueCols = "i.seq, i.id, i.repo, i.title, i.body, i.state, i.author, i.on_behalf_of, i.via, i.created_at, i.updated_at, i.closed_at, " +
 	"l.holder, l.token, l.acquired_at, l.expires_at, " + labelsCol
 
 // liveJoin joins the live lease of each issue; its one argument is now.
@@ -171,7 +193,7 @@ func scanIssue(s scanner) (Issue, error) {
 	// The typed fields scan as the strings they are, on database/sql's
 	// fast path for *string (a list reads thousands); the forge wrote these
 	// columns itself, times in the canonical form.
-	if err := s.Scan(&is.seq, &is.ID, &is.Repo, &is.Title, &is.Body, (*string)(&is.State), &is.Author,
+	if err := s.Scan(&is.seq, &is.ID, &is.Repo, &is.Title, &is.Body, (*string)(&is.State), &is.Author, &is.OnBehalfOf, &is.Via,
 		(*string)(&is.CreatedAt), (*string)(&is.UpdatedAt), &closed, &holder, &token, &acq, &exp, &ls); err != nil {
 		return Issue{}, err
 	}
@@ -263,7 +285,7 @@ func linkedPatches(ctx context.Context, q store.Querier, repo, id string) ([]str
 
 // Comments returns the comments of an issue, oldest first.
 func Comments(ctx context.Context, q store.Querier, repo, id string) ([]Comment, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, author, body, created_at FROM comments
+	rows, err := q.QueryContext(ctx, `SELECT `+commentCols+` FROM comments
 		WHERE repo = ? AND issue_id = ? ORDER BY seq`, repo, id)
 	if err != nil {
 		return nil, fmt.Errorf("read comments of %s: %w", id, err)
@@ -272,7 +294,7 @@ func Comments(ctx context.Context, q store.Querier, repo, id string) ([]Comment,
 	out := []Comment{}
 	for rows.Next() {
 		c := Comment{Repo: repo, IssueID: id}
-		if err := rows.Scan(&c.ID, &c.Author, &c.Body, &c.CreatedAt); err != nil {
+		if err := scanComment(rows, &c); err != nil {
 			return nil, fmt.Errorf("read comments of %s: %w", id, err)
 		}
 		out = append(out, c)

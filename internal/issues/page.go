@@ -66,7 +66,7 @@ func CommentPage(ctx context.Context, q store.Querier, repo, id, after, from str
 		where += " AND seq " + c.op + " ?"
 		args = append(args, seq)
 	}
-	rows, err := q.QueryContext(ctx, "SELECT id, author, body, created_at FROM comments WHERE "+where+" ORDER BY seq LIMIT ?",
+	rows, err := q.QueryContext(ctx, "SELECT "+commentCols+" FROM comments WHERE "+where+" ORDER BY seq LIMIT ?",
 		append(args, limit+1)...)
 	if err != nil {
 		return nil, false, fmt.Errorf("read comments of %s: %w", id, err)
@@ -79,7 +79,7 @@ func CommentPage(ctx context.Context, q store.Querier, repo, id, after, from str
 			return cs, true, nil
 		}
 		c := Comment{Repo: repo, IssueID: id}
-		if err := rows.Scan(&c.ID, &c.Author, &c.Body, &c.CreatedAt); err != nil {
+		if err := scanComment(rows, &c); err != nil {
 			return nil, false, fmt.Errorf("read comments of %s: %w", id, err)
 		}
 		cs = append(cs, c)

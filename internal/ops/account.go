@@ -20,6 +20,9 @@ func anonymousRefused(who Actor) error {
 	if who.Principal == access.Anonymous {
 		return fault.New(fault.Denied, "tokens belong to a principal; anonymous callers have none")
 	}
+	if who.OnBehalfOf != "" {
+		return fault.NewField(fault.Usage, FieldOnBehalfOf, "%s is for a repository's records; tokens are the caller's own", fault.Field(FieldOnBehalfOf))
+	}
 	return nil
 }
 

@@ -18,11 +18,13 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/diff"
+	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/ratelimit"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // Input fields that refusals name (fault.Error.Field); the transports word
@@ -77,6 +79,61 @@ type Actor struct {
 	// Principal is the principal's name; access.Anonymous ("") for a
 	// signed-out visitor.
 	Principal string
+	// OnBehalfOf, when set, is the person Principal acts for (it needs
+	// the delegate capability, and the person the access the action
+	// needs); Via says how the request reached it ("DM"). The record keeps
+	// both beside Principal, which stays the author, holder and reviewer.
+	OnBehalfOf string
+	Via        string
+}
+
+// FieldOnBehalfOf and FieldVia name the on-behalf-of inputs in refusals.
+const (
+	FieldOnBehalfOf = "on-behalf-of"
+	FieldVia        = "via"
+)
+
+// behalf is who's provenance as the record keeps it.
+func (who Actor) behalf() events.Behalf { return events.For(who.OnBehalfOf, who.Via) }
+
+// MaxVia bounds --via, as a title is bounded.
+const MaxVia = 200
+
+// checkBehalf refuses an on-behalf-of request in key's repository that
+// who may not make: a malformed --via, an actor without delegate there, a
+// person who is missing, disabled, the actor itself, or lacks need there.
+// It returns the person's level there (None when there is no person).
+func (s *Service) checkBehalf(ctx context.Context, who Actor, key string, need access.Level) (access.Level, error) {
+	if who.OnBehalfOf == "" {
+		if who.Via != "" {
+			return access.None, fault.NewField(fault.Usage, FieldVia, "%s needs %s", fault.Field(FieldVia), fault.Field(FieldOnBehalfOf))
+		}
+		return access.None, nil
+	}
+	if who.Via != "" {
+		if err := text.CheckLine(fault.Field(FieldVia), who.Via, MaxVia); err != nil {
+			return access.None, fault.OnField(err, FieldVia)
+		}
+	}
+	if !access.ValidName(who.OnBehalfOf) || who.OnBehalfOf == who.Principal {
+		return access.None, fault.NewField(fault.Usage, FieldOnBehalfOf, "bad %s %q: want another principal's name", fault.Field(FieldOnBehalfOf), text.Clip(who.OnBehalfOf))
+	}
+	ok, err := access.MayDelegate(ctx, s.DB.R(), who.Principal, key)
+	if err != nil {
+		return access.None, err
+	}
+	if !ok {
+		return access.None, fault.NewField(fault.Denied, FieldOnBehalfOf, "permission denied: %s needs the delegate grant on %s", fault.Field(FieldOnBehalfOf), reponame.Display(key))
+	}
+	lvl, err := access.Of(ctx, s.DB.R(), who.OnBehalfOf, key)
+	if err != nil {
+		return access.None, err
+	}
+	if lvl < max(need, access.Read) {
+		return access.None, fault.NewField(fault.Denied, FieldOnBehalfOf, "permission denied: %s may not act here (%s access to %s needed; a missing or disabled principal has none)",
+			who.OnBehalfOf, max(need, access.Read), reponame.Display(key))
+	}
+	return lvl, nil
 }
 
 // Ref names an issue or a patch as a client gives it: a repository name
@@ -110,12 +167,26 @@ func (s *Service) note(key string, value any) {
 // user action makes goes through here, whatever the transport (the SSH
 // verbs, the API, the web's forms), and is counted against who's write
 // rate first, in the same transaction (CountWrite).
+//
+// A write on someone's behalf has its events stamped with both names
+// (events.Attribute).
 func (s *Service) write(ctx context.Context, who Actor, fn func(tx store.Tx) error) error {
 	return s.DB.Write(ctx, func(tx store.Tx) error {
 		if err := s.CountWrite(ctx, tx, who.Principal); err != nil {
 			return err
 		}
-		return fn(tx)
+		b := who.behalf()
+		if !b.Set() {
+			return fn(tx)
+		}
+		mark, err := events.Mark(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return events.Attribute(ctx, tx, mark, b)
 	})
 }
 
@@ -138,6 +209,8 @@ func (s *Service) CountWrite(ctx context.Context, tx store.Tx, principal string)
 type scope struct {
 	key string       // the repository's key
 	lvl access.Level // the actor's level there
+	// person is the level there of whom the actor acts for, if anyone.
+	person access.Level
 }
 
 // repo turns a client-given repository name into its key after checking
@@ -153,7 +226,11 @@ func (s *Service) repo(ctx context.Context, who Actor, name string, need access.
 	if err != nil {
 		return scope{}, fault.OnField(err, FieldRepo)
 	}
-	return scope{key: key, lvl: lvl}, nil
+	person, err := s.checkBehalf(ctx, who, key, need)
+	if err != nil {
+		return scope{}, err
+	}
+	return scope{key: key, lvl: lvl, person: person}, nil
 }
 
 // resolver turns an id prefix into a full id within a repository

@@ -346,7 +346,7 @@ func (s *Service) Review(ctx context.Context, who Actor, in Review) (Posted, err
 		}
 		rev = revs[in.Revision-1]
 	}
-	r := patches.Review{ID: ids.New(), Revision: rev.Number, Author: who.Principal, Verdict: in.Verdict, Body: body, Draft: in.Draft}
+	r := patches.Review{ID: ids.New(), Revision: rev.Number, Author: who.Principal, Behalf: who.behalf(), Verdict: in.Verdict, Body: body, Draft: in.Draft}
 	if in.Reply != "" {
 		to, err := s.threadOf(ctx, t, who, in.Reply)
 		if err != nil {
@@ -743,7 +743,7 @@ func (s *Service) PublishDrafts(ctx context.Context, who Actor, in Publish) (Pub
 			if len(revs) == 0 {
 				return fault.New(fault.NotFound, "patch %s has no revisions", t.id)
 			}
-			summary = &patches.Review{ID: ids.New(), Revision: revs[len(revs)-1].Number, Author: who.Principal, Verdict: verdict, Body: body}
+			summary = &patches.Review{ID: ids.New(), Revision: revs[len(revs)-1].Number, Author: who.Principal, Behalf: who.behalf(), Verdict: verdict, Body: body}
 		}
 		posted, err = patches.Publish(ctx, tx, t.key, t.id, who.Principal, summary, s.now())
 		return err

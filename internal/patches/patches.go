@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -81,9 +82,10 @@ const (
 // Review is the contract's review object (reviews.go keeps its table).
 // File and Line are null unless the review is an inline comment.
 type Review struct {
-	ID        string     `json:"id"`
-	Revision  int        `json:"revision"`
-	Author    string     `json:"author"`
+	ID       string `json:"id"`
+	Revision int    `json:"revision"`
+	Author   string `json:"author"`
+	events.Behalf
 	Verdict   string     `json:"verdict"`
 	Body      string     `json:"body"`
 	File      *string    `json:"file"`

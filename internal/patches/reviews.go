@@ -53,9 +53,9 @@ func insertReview(ctx context.Context, tx store.Querier, repo, patchID string, r
 	if r.Line != nil {
 		line = *r.Line
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO reviews(repo, patch_id, id, revision, author, verdict, body, file, line, created_at, side, thread, draft)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		repo, patchID, r.ID, r.Revision, r.Author, r.Verdict, r.Body, file, line, r.CreatedAt, side, thread, r.Draft); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reviews(repo, patch_id, id, revision, author, verdict, body, file, line, created_at, side, thread, draft, on_behalf_of, via)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		repo, patchID, r.ID, r.Revision, r.Author, r.Verdict, r.Body, file, line, r.CreatedAt, side, thread, r.Draft, r.OnBehalfOf, r.Via); err != nil {
 		return Review{}, fmt.Errorf("record review of %s: %w", patchID, err)
 	}
 	if r.Draft {
@@ -176,7 +176,7 @@ const (
 
 // reviewCols are the columns scanReview reads; resolved is the thread's,
 // kept on its first comment.
-const reviewCols = `id, revision, author, verdict, body, file, line, created_at, side, thread,
+const reviewCols = `id, revision, author, on_behalf_of, via, verdict, body, file, line, created_at, side, thread,
 	COALESCE((SELECT t.resolved FROM reviews t WHERE t.id = reviews.thread), 0), draft`
 
 // scanReview reads reviewCols, after the columns lead (if any) scans into.
@@ -184,7 +184,7 @@ func scanReview(rows *sql.Rows, lead ...any) (Review, error) {
 	var r Review
 	var file, side, thread sql.NullString
 	var line sql.NullInt64
-	if err := rows.Scan(append(lead, &r.ID, &r.Revision, &r.Author, &r.Verdict, &r.Body, &file, &line, &r.CreatedAt,
+	if err := rows.Scan(append(lead, &r.ID, &r.Revision, &r.Author, &r.OnBehalfOf, &r.Via, &r.Verdict, &r.Body, &file, &line, &r.CreatedAt,
 		&side, &thread, &r.Resolved, &r.Draft)...); err != nil {
 		return Review{}, err
 	}

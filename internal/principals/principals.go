@@ -175,6 +175,8 @@ type Grant struct {
 	Principal string `json:"principal"`
 	Repo      string `json:"repo"` // a repository key, or "*"
 	Level     string `json:"level"`
+	// Delegate: the principal may act on behalf of others there.
+	Delegate bool `json:"delegate"`
 }
 
 // GrantKey resolves the REPO argument of grant and revoke: "*" or a
@@ -187,12 +189,26 @@ func GrantKey(repo string) (string, error) {
 }
 
 // SetGrant gives principal level on repo (a key or "*"), replacing any
-// earlier grant there. The principal and the repository must exist, so a
-// typo is reported rather than stored.
+// earlier grant there; a delegate capability stays only with write or
+// admin, which it includes. The principal and the repository must exist,
+// so a typo is reported rather than stored.
 func SetGrant(ctx context.Context, db *store.DB, principal, repo string, level access.Level) error {
 	if level < access.Read {
 		return fault.New(fault.Usage, "bad access level: want read, write or admin")
 	}
+	return setGrant(ctx, db, principal, repo, `INSERT INTO grants(principal, repo, level) VALUES (?1, ?2, ?3)
+		ON CONFLICT(principal, repo) DO UPDATE SET level = excluded.level, delegate = delegate AND excluded.level <> 'read'`, level.String())
+}
+
+// SetDelegate grants principal the delegate capability on repo (a key or
+// "*"), with write access there unless it has admin already.
+func SetDelegate(ctx context.Context, db *store.DB, principal, repo string) error {
+	return setGrant(ctx, db, principal, repo, `INSERT INTO grants(principal, repo, level, delegate) VALUES (?1, ?2, ?3, 1)
+		ON CONFLICT(principal, repo) DO UPDATE SET delegate = 1, level = CASE level WHEN 'admin' THEN 'admin' ELSE excluded.level END`, access.Write.String())
+}
+
+// setGrant runs upsert (arguments principal, repo, level) once both exist.
+func setGrant(ctx context.Context, db *store.DB, principal, repo, upsert, level string) error {
 	return db.Write(ctx, func(tx *sql.Tx) error {
 		if _, err := Get(ctx, tx, principal); err != nil {
 			return err
@@ -207,9 +223,7 @@ func SetGrant(ctx context.Context, db *store.DB, principal, repo string, level a
 				return fmt.Errorf("read repository %s: %w", repo, err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO grants(principal, repo, level) VALUES (?, ?, ?)
-			ON CONFLICT(principal, repo) DO UPDATE SET level = excluded.level`, principal, repo, level.String())
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, upsert, principal, repo, level); err != nil {
 			return fmt.Errorf("grant %s on %s: %w", principal, repo, err)
 		}
 		return nil
@@ -236,7 +250,7 @@ func Revoke(ctx context.Context, db *store.DB, principal, repo string) (bool, er
 
 // Grants returns principal's grants by repository.
 func Grants(ctx context.Context, q store.Querier, principal string) ([]Grant, error) {
-	rows, err := q.QueryContext(ctx, `SELECT repo, level FROM grants WHERE principal = ? ORDER BY repo`, principal)
+	rows, err := q.QueryContext(ctx, `SELECT repo, level, delegate FROM grants WHERE principal = ? ORDER BY repo`, principal)
 	if err != nil {
 		return nil, fmt.Errorf("read grants of %s: %w", principal, err)
 	}
@@ -244,7 +258,7 @@ func Grants(ctx context.Context, q store.Querier, principal string) ([]Grant, er
 	out := []Grant{}
 	for rows.Next() {
 		g := Grant{Principal: principal}
-		if err := rows.Scan(&g.Repo, &g.Level); err != nil {
+		if err := rows.Scan(&g.Repo, &g.Level, &g.Delegate); err != nil {
 			return nil, fmt.Errorf("read grants of %s: %w", principal, err)
 		}
 		out = append(out, g)

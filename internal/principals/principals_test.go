@@ -3,6 +3,7 @@ package principals
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
@@ -413,5 +414,69 @@ func TestEmail(t *testing.T) {
 	}
 	if p, _ := Get(ctx, db.R(), "alice"); p.Email != "alice@example.com" {
 		t.Errorf("alice's e-mail = %q", p.Email)
+	}
+}
+
+// TestDelegate: delegate is granted beside a level, never implied by one,
+// raises read to write, keeps admin, and goes with a downgrade to read.
+func TestDelegate(t *testing.T) {
+	ctx := context.Background()
+	db := open(t)
+	now := time.Now()
+	for _, n := range []string{"bot", "adm"} {
+		if err := Add(ctx, db, n, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO repos(name, created_at) VALUES ('demo.git', 'x')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(who string, lvl access.Level) {
+		t.Helper()
+		if err := SetGrant(ctx, db, who, "demo.git", lvl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delegate := func(who string) {
+		t.Helper()
+		if err := SetDelegate(ctx, db, who, "demo.git"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		do        func()
+		who       string
+		level     string
+		delegates bool
+	}{
+		{func() { grant("adm", access.Admin) }, "adm", "admin", false},
+		{func() { delegate("adm") }, "adm", "admin", true},
+		{func() { grant("bot", access.Read) }, "bot", "read", false},
+		{func() { delegate("bot") }, "bot", "write", true},
+		{func() { grant("bot", access.Admin) }, "bot", "admin", true},
+		{func() { grant("bot", access.Read) }, "bot", "read", false},
+	}
+	for i, s := range steps {
+		s.do()
+		gs, err := Grants(ctx, db.R(), s.who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := access.MayDelegate(ctx, db.R(), s.who, "demo.git")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gs) != 1 || gs[0].Level != s.level || gs[0].Delegate != s.delegates || ok != s.delegates {
+			t.Errorf("step %d: %s's grants %+v, may delegate %v; want %s, %v", i, s.who, gs, ok, s.level, s.delegates)
+		}
+	}
+	if _, err := Revoke(ctx, db, "adm", "demo.git"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := access.MayDelegate(ctx, db.R(), "adm", "demo.git"); ok {
+		t.Error("delegate outlived its revoked grant")
 	}
 }

@@ -211,7 +211,7 @@ func (env *Env) issueShow(c *cli.Context) error {
 
 func (env *Env) printIssue(w io.Writer, d issues.Detail) {
 	fmt.Fprintf(w, "issue %s: %s\n", d.ID, d.Title)
-	fmt.Fprintf(w, "state %s · filed by %s at %s\n", d.State, d.Author, d.CreatedAt)
+	fmt.Fprintf(w, "state %s · filed by %s at %s\n", d.State, d.Byline(d.Author), d.CreatedAt)
 	if len(d.Labels) > 0 {
 		fmt.Fprintf(w, "labels: %s\n", labelsText(d.Labels))
 	}
@@ -244,7 +244,7 @@ func (env *Env) printIssue(w io.Writer, d issues.Detail) {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(d.Body, "\n"))
 	}
 	for _, cm := range d.Comments {
-		fmt.Fprintf(w, "\n--- comment %s by %s at %s\n%s\n", cm.ID, cm.Author, cm.CreatedAt, strings.TrimRight(cm.Body, "\n"))
+		fmt.Fprintf(w, "\n--- comment %s by %s at %s\n%s\n", cm.ID, cm.Byline(cm.Author), cm.CreatedAt, strings.TrimRight(cm.Body, "\n"))
 	}
 }
 

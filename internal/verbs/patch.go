@@ -256,14 +256,14 @@ func printPatch(w io.Writer, p review.Shown, sshURL, httpURL string) {
 	if len(general) > 0 {
 		fmt.Fprintln(w, "\nreviews:")
 		for _, v := range general {
-			fmt.Fprintf(w, "  %s %s on revision %d at %s%s\n", v.Author, verdictText(v.Verdict), v.Revision, v.CreatedAt, olderNote(v))
+			fmt.Fprintf(w, "  %s %s on revision %d at %s%s\n", v.Byline(v.Author), verdictText(v.Verdict), v.Revision, v.CreatedAt, olderNote(v))
 			printBody(w, v.Body)
 		}
 	}
 	if len(inline) > 0 {
 		fmt.Fprintln(w, "\ninline comments:")
 		for _, v := range inline {
-			fmt.Fprintf(w, "  %s on revision %d by %s at %s%s\n", v.Anchor(), v.Revision, v.Author, v.CreatedAt, olderNote(v))
+			fmt.Fprintf(w, "  %s on revision %d by %s at %s%s\n", v.Anchor(), v.Revision, v.Byline(v.Author), v.CreatedAt, olderNote(v))
 			printBody(w, v.Body)
 		}
 	}

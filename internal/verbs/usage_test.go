@@ -28,7 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{`patch show`, `collab: usage: patch show REPO ID: missing REPO ID`},
 		{`issue show demo abcd extra`, `collab: usage: issue show REPO ID: unexpected "extra"`},
 		{`lease list`, `collab: usage: lease list REPO: missing REPO`},
-		{`issue new demo --bogus x`, `collab: unknown flag --bogus for issue new (flags: --title, --body, --json)`},
+		{`issue new demo --bogus x`, `collab: unknown flag --bogus for issue new (flags: --title, --body, --json, --on-behalf-of, --via)`},
 		{`issue new demo --titel x`, `collab: unknown flag --titel for issue new (did you mean --title?)`},
 		{`issue list demo -z`, `collab: unknown flag -z for issue list`},
 		{`issue new demo --title`, `collab: flag --title needs a value`},

@@ -45,6 +45,8 @@ type Env struct {
 	Notes []any
 
 	svc *ops.Service
+	// behalf is the verb line's --on-behalf-of and --via (withBehalf).
+	behalf ops.Actor
 }
 
 // Note records a journal field for the caller's entry about this verb.
@@ -58,8 +60,38 @@ func (env *Env) Ops() *ops.Service {
 	return env.svc
 }
 
-// actor is the principal the verbs run for.
-func (env *Env) actor() ops.Actor { return ops.Actor{Principal: env.Principal} }
+// actor is the principal the verbs run for, and whom it acts for when the
+// verb line says (behalfFlags).
+func (env *Env) actor() ops.Actor {
+	return ops.Actor{Principal: env.Principal, OnBehalfOf: env.behalf.OnBehalfOf, Via: env.behalf.Via}
+}
+
+// behalfFlags are --on-behalf-of and --via, which every verb on a
+// repository's records takes (CONTRACT.md "Writes may carry
+// --on-behalf-of"); ops decides whether the caller may.
+func behalfFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: ops.FieldOnBehalfOf, Usage: "act for this principal (needs the delegate grant)", Category: "on behalf of"},
+		&cli.StringFlag{Name: ops.FieldVia, Usage: "how the request reached you (a one-line note, with --on-behalf-of)", Category: "on behalf of"},
+	}
+}
+
+// withBehalf gives every verb under cmds behalfFlags, read into env
+// before the verb runs.
+func withBehalf(env *Env, cmds ...*cli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) > 0 {
+			withBehalf(env, c.Subcommands...)
+			continue
+		}
+		c.Flags = append(c.Flags, behalfFlags()...)
+		act := c.Action
+		c.Action = func(ctx *cli.Context) error {
+			env.behalf = ops.Actor{OnBehalfOf: ctx.String(ops.FieldOnBehalfOf), Via: ctx.String(ops.FieldVia)}
+			return act(ctx)
+		}
+	}
+}
 
 // flagWord words an input field the way the verbs take it: as its flag.
 func flagWord(field string) string { return "--" + field }
@@ -88,6 +120,9 @@ func App(env *Env) *cli.App {
 			webhookCommand(env),
 			gerritCommand(env),
 		},
+	}
+	for _, name := range []string{"issue", "lease", "patch", "branch", "webhook"} {
+		withBehalf(env, app.Command(name))
 	}
 	argv.Strict(app)
 	return app

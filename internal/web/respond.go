@@ -177,8 +177,12 @@ func idRef(r *http.Request) (ops.Ref, error) {
 	return ops.Ref{Repo: name, ID: pathVar(r, "id")}, nil
 }
 
-// actor is the caller, for ops.
-func actor(r *http.Request) ops.Actor { return ops.Actor{Principal: principalOf(r)} }
+// actor is the caller, for ops, with whom it acts for (X-On-Behalf-Of,
+// X-Via: CONTRACT.md "Writes may carry --on-behalf-of"; ops decides
+// whether it may).
+func actor(r *http.Request) ops.Actor {
+	return ops.Actor{Principal: principalOf(r), OnBehalfOf: r.Header.Get("X-On-Behalf-Of"), Via: r.Header.Get("X-Via")}
+}
 
 // fieldWord words an input field the way the API takes it: a JSON field
 // (which the pages' forms share), the lease token's header.
@@ -186,6 +190,10 @@ func fieldWord(field string) string {
 	switch field {
 	case ops.FieldLeaseToken:
 		return "X-Lease-Token:"
+	case ops.FieldOnBehalfOf:
+		return "X-On-Behalf-Of:"
+	case ops.FieldVia:
+		return "X-Via:"
 	case leases.FieldRequest:
 		return "Idempotency-Key"
 	}

@@ -391,12 +391,12 @@ type Pending struct {
 	Event     events.Event
 }
 
-const eventColumns = "e.id, e.event, e.repo, e.actor, e.at, e.data"
+const eventColumns = "e.id, e.event, e.repo, e.actor, e.on_behalf_of, e.via, e.at, e.data"
 
 func scanEvent(sc interface{ Scan(...any) error }, extra ...any) (events.Event, error) {
 	var e events.Event
 	var data string
-	err := sc.Scan(append([]any{&e.ID, &e.Event, &e.Repo, &e.Actor, &e.At, &data}, extra...)...)
+	err := sc.Scan(append([]any{&e.ID, &e.Event, &e.Repo, &e.Actor, &e.OnBehalfOf, &e.Via, &e.At, &data}, extra...)...)
 	e.Data = []byte(data)
 	return e, err
 }
