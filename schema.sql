@@ -505,3 +505,27 @@ ALTER TABLE reviews ADD COLUMN on_behalf_of TEXT;
 ALTER TABLE reviews ADD COLUMN via TEXT;
 ALTER TABLE events ADD COLUMN on_behalf_of TEXT;
 ALTER TABLE events ADD COLUMN via TEXT;
+
+-- migrate 15
+-- References that resolve (CONTRACT.md "issue link"): a reference is
+-- resolved when it is written, to the one issue or patch its prefix then
+-- named among those its author could read (dst_kind, dst_id; NULL: it
+-- named none or several, and stays text). A prefix that named one id once
+-- names it for ever among the ids it may name later, so every resolved
+-- row of one (dst_repo, dst_prefix) agrees.
+ALTER TABLE xrefs ADD COLUMN dst_kind TEXT CHECK (dst_kind IN ('issue', 'patch'));
+ALTER TABLE xrefs ADD COLUMN dst_id TEXT;
+CREATE INDEX xrefs_by_dst_id ON xrefs(dst_repo, dst_id) WHERE dst_id IS NOT NULL;
+-- Explicit links between issues (issue link): repo/issue_id blocks or
+-- relates to dst_repo/dst_id; one link per pair, in one direction.
+CREATE TABLE issue_links (
+  repo       TEXT NOT NULL,
+  issue_id   TEXT NOT NULL,
+  dst_repo   TEXT NOT NULL,
+  dst_id     TEXT NOT NULL,
+  kind       TEXT NOT NULL CHECK (kind IN ('relates', 'blocks')),
+  created_by TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (repo, issue_id, dst_repo, dst_id)
+) STRICT;
+CREATE INDEX issue_links_by_dst ON issue_links(dst_repo, dst_id);

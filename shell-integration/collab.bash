@@ -31,6 +31,8 @@ _collab_words() {
 	"issue label") echo "--add --remove --json --on-behalf-of --via" ;;
 	"issue claim" | "issue unclaim") echo "--json --on-behalf-of --via" ;;
 	"issue edit") echo "--title --body --json --on-behalf-of --via" ;;
+	"issue link") echo "--kind --json --on-behalf-of --via" ;;
+	"issue unlink") echo "--json --on-behalf-of --via" ;;
 	"lease acquire") echo "--next --label --ttl --request --force --json --on-behalf-of --via" ;;
 	"lease renew") echo "--ttl --json --on-behalf-of --via" ;;
 	"lease release") echo "--force --json --on-behalf-of --via" ;;
@@ -71,7 +73,7 @@ _collab_complete_from() {
 	if [ "$COMP_CWORD" -eq $((i + 1)) ]; then
 		local subs=""
 		case "$verb" in
-		issue) subs="new list show comment close reopen edit claim unclaim label" ;;
+		issue) subs="new list show comment close reopen edit claim unclaim label link unlink" ;;
 		lease) subs="acquire renew release list" ;;
 		patch) subs="list show diff review publish resolve close reopen merge edit ready wip reviewers submit check" ;;
 		branch) subs="protect unprotect list" ;;

@@ -56,6 +56,9 @@ type Issue struct {
 	ClosedAt  *store.Time   `json:"closed_at"`
 	Labels    []string      `json:"labels"` // sorted, never nil
 	Lease     *leases.Lease `json:"lease"`
+	// Unresolved, in the answer to the write that filed it, are the
+	// references of its body that stayed text.
+	Unresolved []Unresolved `json:"unresolved,omitempty"`
 
 	seq int64
 }
@@ -69,6 +72,9 @@ type Comment struct {
 	events.Behalf
 	Body      string     `json:"body"`
 	CreatedAt store.Time `json:"created_at"`
+	// Unresolved, in the answer to the write that made it, are the
+	// references of its body that stayed text.
+	Unresolved []Unresolved `json:"unresolved,omitempty"`
 }
 
 // commentCols are the columns scanComment reads.
@@ -99,6 +105,11 @@ type Detail struct {
 	Patches  []string        `json:"patches"`
 	Tenures  []leases.Tenure `json:"tenures"`
 	Refs     []Ref           `json:"refs"`
+	// Links are the explicit links (issue link), from either side.
+	Links []Link `json:"links"`
+	// MentionedIn are the issues and patches whose text refers to this
+	// one.
+	MentionedIn []Mention `json:"mentioned_in"`
 }
 
 // Resolve returns the full id of the issue in repo that prefix names
@@ -167,12 +178,14 @@ func New(ctx context.Context, tx store.Querier, repo, author, title, body string
 		VALUES (?, ?, ?, ?, 'open', ?, ?, ?)`, repo, is.ID, title, body, author, ts, ts); err != nil {
 		return Issue{}, fmt.Errorf("file issue: %w", err)
 	}
-	if err := RecordRefs(ctx, tx, repo, "issue", is.ID, body); err != nil {
+	unresolved, err := RecordRefs(ctx, tx, repo, "issue", is.ID, author, body)
+	if err != nil {
 		return Issue{}, err
 	}
 	if _, err := events.Emit(ctx, tx, events.IssueFiled, repo, author, now, is); err != nil {
 		return Issue{}, err
 	}
+	is.Unresolved = unresolved
 	return is, nil
 }
 
@@ -256,6 +269,12 @@ func GetHead(ctx context.Context, q store.Querier, repo, id string, now time.Tim
 		return Detail{}, err
 	}
 	if d.Refs, err = refsOf(ctx, q, repo, id); err != nil {
+		return Detail{}, err
+	}
+	if d.Links, err = Links(ctx, q, repo, id); err != nil {
+		return Detail{}, err
+	}
+	if d.MentionedIn, err = Mentions(ctx, q, repo, id); err != nil {
 		return Detail{}, err
 	}
 	return d, nil
@@ -405,12 +424,14 @@ func AddComment(ctx context.Context, tx store.Querier, repo, issueID, author, bo
 	if _, err := tx.ExecContext(ctx, "UPDATE issues SET updated_at = ? WHERE repo = ? AND id = ?", ts, repo, issueID); err != nil {
 		return Comment{}, fmt.Errorf("add comment: %w", err)
 	}
-	if err := RecordRefs(ctx, tx, repo, "comment", c.ID, body); err != nil {
+	unresolved, err := RecordRefs(ctx, tx, repo, "comment", c.ID, author, body)
+	if err != nil {
 		return Comment{}, err
 	}
 	if _, err := events.Emit(ctx, tx, events.IssueCommented, repo, author, now, c); err != nil {
 		return Comment{}, err
 	}
+	c.Unresolved = unresolved
 	return c, nil
 }
 

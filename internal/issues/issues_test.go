@@ -97,7 +97,7 @@ func TestNewGetComment(t *testing.T) {
 	if !reflect.DeepEqual(d.Patches, []string{"p1p1p1p1"}) {
 		t.Fatalf("patches %v", d.Patches)
 	}
-	wantRefs := []Ref{{"demo.git", "beef"}, {"org/lib.git", "abcd1234"}, {"other.git", "cafe"}}
+	wantRefs := []Ref{{Repo: "demo.git", Prefix: "beef"}, {Repo: "org/lib.git", Prefix: "abcd1234"}, {Repo: "other.git", Prefix: "cafe"}}
 	if !reflect.DeepEqual(d.Refs, wantRefs) {
 		t.Fatalf("refs %v", d.Refs)
 	}
@@ -296,18 +296,19 @@ func TestParseRefs(t *testing.T) {
 		body string
 		want []Ref
 	}{
-		{"fixes demo#abcd", []Ref{{"demo.git", "abcd"}}},
-		{"org/sub.git#abcdef12, again org/sub#abcdef12.", []Ref{{"org/sub.git", "abcdef12"}}},
-		{"upper case demo#ABCD is folded", []Ref{{"demo.git", "abcd"}}},
-		{"(lib#0123456789)", []Ref{{"lib.git", "0123456789"}}},
+		{"fixes demo#abcd", []Ref{{Repo: "demo.git", Prefix: "abcd"}}},
+		{"org/sub.git#abcdef12, again org/sub#abcdef12.", []Ref{{Repo: "org/sub.git", Prefix: "abcdef12"}}},
+		{"upper case demo#ABCD is folded", []Ref{{Repo: "demo.git", Prefix: "abcd"}}},
+		{"(lib#0123456789)", []Ref{{Repo: "lib.git", Prefix: "0123456789"}}},
 		{"see https://example.com/page#abcd1234", nil},
 		{"demo#abc is too short, demo#abcz is not hex", nil},
-		{"#abcd alone has no repository", nil},
+		{"#abcd alone is in the writer's repository", []Ref{{Repo: "here.git", Prefix: "abcd"}}},
+		{"not &#1234; or a#b#cafe", nil},
 		{"../etc#abcd and .hidden#abcd", nil},
-		{"a#beef b#cafe", []Ref{{"a.git", "beef"}, {"b.git", "cafe"}}},
+		{"a#beef b#cafe", []Ref{{Repo: "a.git", Prefix: "beef"}, {Repo: "b.git", Prefix: "cafe"}}},
 	}
 	for _, c := range cases {
-		if got := ParseRefs(c.body); !reflect.DeepEqual(got, c.want) {
+		if got := ParseRefs("here.git", c.body); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ParseRefs(%q) = %v, want %v", c.body, got, c.want)
 		}
 	}
@@ -316,9 +317,9 @@ func TestParseRefs(t *testing.T) {
 func TestFindRefs(t *testing.T) {
 	text := "see org/demo#abcd and demo.git#0123456789, not ../x#abcd; demo#ABCD again"
 	want := []RefAt{
-		{Ref{"org/demo.git", "abcd"}, 4, 17},
-		{Ref{"demo.git", "0123456789"}, 22, 41},
-		{Ref{"demo.git", "abcd"}, 58, 67},
+		{Ref{Repo: "org/demo.git", Prefix: "abcd"}, 4, 17},
+		{Ref{Repo: "demo.git", Prefix: "0123456789"}, 22, 41},
+		{Ref{Repo: "demo.git", Prefix: "abcd"}, 58, 67},
 	}
 	got := FindRefs(text)
 	if !reflect.DeepEqual(got, want) {

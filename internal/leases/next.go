@@ -15,16 +15,22 @@ import (
 )
 
 // The work queue (`lease acquire --next`): of the open issues of a
-// repository that carry every given label and have no live lease, the
-// oldest (lowest issues.seq) is handed out. Whoever asks inside a write
-// transaction gets the pick and the lease together, so agents asking at
-// once each get a different issue and nobody is refused.
+// repository that carry every given label, have no live lease and are
+// blocked by no open issue, the oldest (lowest issues.seq) is handed out.
+// Whoever asks inside a write transaction gets the pick and the lease
+// together, so agents asking at once each get a different issue and
+// nobody is refused.
 
 // freeCond is true of an issue i with no live lease at the query's ?2:
 // never leased, released, or expired (expiry is a filter here as
 // everywhere). One probe of the leases primary key per candidate.
 const freeCond = ` AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.repo = i.repo AND l.issue_id = i.id
 	AND l.holder IS NOT NULL AND (l.expires_at IS NULL OR l.expires_at > ?2))`
+
+// unblockedCond is true of an issue i that no open issue blocks (issue
+// link --kind blocks): one probe of issue_links_by_dst per candidate.
+const unblockedCond = ` AND NOT EXISTS (SELECT 1 FROM issue_links k JOIN issues b ON b.repo = k.repo AND b.id = k.issue_id
+	WHERE k.dst_repo = i.repo AND k.dst_id = i.id AND k.kind = 'blocks' AND b.state = 'open')`
 
 // nextQuery is the one query of Next for n labels (already a set). With
 // no label it walks issues_by_state (repo, 'open', seq) oldest first;
@@ -34,7 +40,7 @@ const freeCond = ` AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.repo = i.repo 
 // leased (or under-labelled) issues it passes, not the repository.
 func nextQuery(n int) string {
 	if n == 0 {
-		return `SELECT i.id FROM issues i WHERE i.repo = ?1 AND i.state = 'open'` + freeCond + ` ORDER BY i.seq LIMIT 1`
+		return `SELECT i.id FROM issues i WHERE i.repo = ?1 AND i.state = 'open'` + freeCond + unblockedCond + ` ORDER BY i.seq LIMIT 1`
 	}
 	var b strings.Builder
 	// CROSS JOIN keeps issue_labels outermost; the literal open = 1 lets
@@ -45,6 +51,7 @@ func nextQuery(n int) string {
 		fmt.Fprintf(&b, ` AND EXISTS (SELECT 1 FROM issue_labels x WHERE x.repo = ?1 AND x.label = ?%d AND x.seq = m.seq)`, k+3)
 	}
 	b.WriteString(freeCond)
+	b.WriteString(unblockedCond)
 	b.WriteString(` ORDER BY m.seq LIMIT 1`)
 	return b.String()
 }

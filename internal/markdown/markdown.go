@@ -1,7 +1,8 @@
 // Package markdown renders user-written bodies (issues, comments, reviews)
 // to HTML that is safe to put on a page: goldmark without raw HTML, then
 // bluemonday's user-content policy, so no markup from a user survives.
-// REPO#PREFIX cross-references become links.
+// REPO#PREFIX cross-references become links, and so does #PREFIX, a
+// reference within the repository the body was written in.
 package markdown
 
 import (
@@ -9,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"html/template"
+	"slices"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -56,23 +58,30 @@ func (r *Renderer) WithCache(maxBytes int64) *Renderer {
 // (a 1 MiB comment costs a good part of a second) and an edited body is
 // never served stale; viewers asking at the same time share one render.
 // Without WithCache it is Render.
-func (r *Renderer) Cached(key, src string) template.HTML {
+func (r *Renderer) Cached(repo, key, src string) template.HTML {
 	if r.cache == nil {
-		return r.Render(src)
+		return r.Render(repo, src)
 	}
 	sum := sha256.Sum256([]byte(src))
-	k := key + "\x00" + hex.EncodeToString(sum[:])
+	k := repo + "\x00" + key + "\x00" + hex.EncodeToString(sum[:])
 	return r.cache.Do(k, func() (template.HTML, int64, bool) {
-		h := r.Render(src)
+		h := r.Render(repo, src)
 		return h, int64(len(h) + len(k)), true
 	})
 }
 
-// Render returns the safe HTML of src. A body that fails to render is shown
-// as escaped text.
-func (r *Renderer) Render(src string) template.HTML {
+// repoKey is the parser context's entry for the repository a body was
+// written in.
+var repoKey = parser.NewContextKey()
+
+// Render returns the safe HTML of src, written in the repository with key
+// repo (#PREFIX links there; "": it is not linked). A body that fails to
+// render is shown as escaped text.
+func (r *Renderer) Render(repo, src string) template.HTML {
 	var b bytes.Buffer
-	if err := r.md.Convert([]byte(src), &b); err != nil {
+	pc := parser.NewContext()
+	pc.Set(repoKey, repo)
+	if err := r.md.Convert([]byte(src), &b, parser.WithContext(pc)); err != nil {
 		return template.HTML("<pre>" + template.HTMLEscapeString(src) + "</pre>")
 	}
 	return template.HTML(r.policy.SanitizeBytes(b.Bytes())) //nolint:gosec // sanitised by bluemonday just above
@@ -82,7 +91,8 @@ func (r *Renderer) Render(src string) template.HTML {
 // and autolinks alone.
 type xrefs struct{ link func(Ref) string }
 
-func (x *xrefs) Transform(doc *ast.Document, reader text.Reader, _ parser.Context) {
+func (x *xrefs) Transform(doc *ast.Document, reader text.Reader, pc parser.Context) {
+	repo, _ := pc.Get(repoKey).(string)
 	src := reader.Source()
 	var texts []*ast.Text
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -99,14 +109,15 @@ func (x *xrefs) Transform(doc *ast.Document, reader text.Reader, _ parser.Contex
 		return ast.WalkContinue, nil
 	})
 	for _, t := range texts {
-		x.split(t, src)
+		x.split(t, src, repo)
 	}
 }
 
-func (x *xrefs) split(t *ast.Text, src []byte) {
+func (x *xrefs) split(t *ast.Text, src []byte, repo string) {
 	seg := t.Segment
 	val := seg.Value(src)
 	refs := issues.FindRefs(string(val))
+	refs = slices.DeleteFunc(refs, func(r issues.RefAt) bool { return r.Repo == "" && repo == "" })
 	if len(refs) == 0 {
 		return
 	}
@@ -119,6 +130,9 @@ func (x *xrefs) split(t *ast.Text, src []byte) {
 	for _, r := range refs {
 		if r.Start > pos {
 			nodes = append(nodes, ast.NewTextSegment(text.NewSegment(seg.Start+pos, seg.Start+r.Start)))
+		}
+		if r.Repo == "" {
+			r.Repo = repo
 		}
 		l := ast.NewLink()
 		l.Destination = []byte(x.link(r.Ref))

@@ -7,6 +7,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/ids"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
@@ -135,12 +136,22 @@ type Found struct {
 	ID   string
 }
 
-// FindRef resolves a cross-reference: an issue of the repository first,
-// else a patch.
+// FindRef resolves a cross-reference: to what it named when it was
+// written, if a body resolved it then (issues.Resolved), else an issue of
+// the repository first, else a patch.
 func (s *Service) FindRef(ctx context.Context, who Actor, ref Ref) (Found, error) {
 	sc, err := s.repo(ctx, who, ref.Repo, access.Read)
 	if err != nil {
 		return Found{}, err
+	}
+	if p, err := ids.CheckPrefix(ref.ID); err == nil {
+		kind, id, err := issues.Resolved(ctx, s.DB.R(), sc.key, p)
+		if err != nil {
+			return Found{}, err
+		}
+		if id != "" {
+			return Found{Repo: sc.key, Kind: kind, ID: id}, nil
+		}
 	}
 	id, ierr := issues.Resolve(ctx, s.DB.R(), sc.key, ref.ID)
 	if ierr == nil {

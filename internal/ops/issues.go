@@ -125,7 +125,10 @@ func (s *Service) ShowIssue(ctx context.Context, who Actor, in ShowIssue) (issue
 		out, err = issues.GetPage(ctx, tx, t.key, t.id, s.now(), in.After, in.Limit)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return issues.Shown{}, err
+	}
+	return out, s.readable(ctx, who, &out.Detail)
 }
 
 // LinkedPatch is a patch that fixes an issue, as its page lists it.
@@ -193,6 +196,9 @@ func (s *Service) IssuePage(ctx context.Context, who Actor, in Comments) (IssueP
 		return nil
 	})
 	if err != nil {
+		return IssuePage{}, err
+	}
+	if err := s.readable(ctx, who, &pg.Detail); err != nil {
 		return IssuePage{}, err
 	}
 	pg.MayChangeState = issues.MayChange(pg.Issue, who.Principal, t.lvl, true, "close") == nil

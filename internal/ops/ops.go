@@ -244,7 +244,8 @@ type target struct {
 }
 
 // target checks that who has need on ref's repository, then resolves its
-// id with resolve and notes it as journal field note (ISSUE, PATCH).
+// id with resolve and notes it as journal field note (ISSUE, PATCH; ""
+// for none).
 func (s *Service) target(ctx context.Context, who Actor, ref Ref, need access.Level, resolve resolver, note string) (target, error) {
 	sc, err := s.repo(ctx, who, ref.Repo, need)
 	if err != nil {
@@ -254,7 +255,9 @@ func (s *Service) target(ctx context.Context, who Actor, ref Ref, need access.Le
 	if err != nil {
 		return target{}, err
 	}
-	s.note(note, id)
+	if note != "" {
+		s.note(note, id)
+	}
 	return target{scope: sc, id: id}, nil
 }
 

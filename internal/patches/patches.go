@@ -14,6 +14,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -98,6 +99,9 @@ type Review struct {
 	Resolved bool    `json:"resolved"`
 	// Draft: only its author sees it, until patch publish.
 	Draft bool `json:"draft,omitempty"`
+	// Unresolved, in the answer to the write that posted it, are the
+	// references of its body that stayed text.
+	Unresolved []issues.Unresolved `json:"unresolved,omitempty"`
 }
 
 // Patch is the contract's patch object plus a few extra fields.

@@ -25,7 +25,8 @@ func AddReview(ctx context.Context, tx store.Querier, repo, patchID string, r Re
 	if err != nil || r.Draft {
 		return r, err
 	}
-	if err := issues.RecordRefs(ctx, tx, repo, "review", r.ID, r.Body); err != nil {
+	unresolved, err := issues.RecordRefs(ctx, tx, repo, "review", r.ID, r.Author, r.Body)
+	if err != nil {
 		return Review{}, err
 	}
 	if _, err := events.Emit(ctx, tx, events.ReviewPosted, repo, r.Author, now, map[string]any{
@@ -33,6 +34,7 @@ func AddReview(ctx context.Context, tx store.Querier, repo, patchID string, r Re
 	}); err != nil {
 		return Review{}, err
 	}
+	r.Unresolved = unresolved
 	return r, nil
 }
 
@@ -91,7 +93,7 @@ func Publish(ctx context.Context, tx store.Querier, repo, patchID, author string
 	posted := make([]Review, 0, len(drafts)+1)
 	for _, d := range drafts {
 		d.Draft, d.CreatedAt = false, at
-		if err := issues.RecordRefs(ctx, tx, repo, "review", d.ID, d.Body); err != nil {
+		if d.Unresolved, err = issues.RecordRefs(ctx, tx, repo, "review", d.ID, author, d.Body); err != nil {
 			return nil, err
 		}
 		posted = append(posted, d)
@@ -102,7 +104,7 @@ func Publish(ctx context.Context, tx store.Querier, repo, patchID, author string
 		if err != nil {
 			return nil, err
 		}
-		if err := issues.RecordRefs(ctx, tx, repo, "review", s.ID, s.Body); err != nil {
+		if s.Unresolved, err = issues.RecordRefs(ctx, tx, repo, "review", s.ID, author, s.Body); err != nil {
 			return nil, err
 		}
 		data["review"] = s

@@ -99,6 +99,8 @@ func issueCommand(env *Env) *cli.Command {
 				Action:    env.leaseRelease,
 			},
 			issueLabelCommand(env),
+			issueLinkCommand(env),
+			issueUnlinkCommand(env),
 		},
 	}
 }
@@ -156,6 +158,7 @@ func (env *Env) issueNew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.tell(is.Unresolved)
 	return env.Print(c, is, func(w io.Writer) {
 		fmt.Fprintf(w, "issue %s filed\n", is.ID)
 		if u := env.issueURL(is.Repo, is.ID); u != "" {
@@ -240,6 +243,12 @@ func (env *Env) printIssue(w io.Writer, d issues.Detail) {
 		}
 		fmt.Fprintf(w, "references: %s\n", strings.Join(refs, " "))
 	}
+	for _, l := range d.Links {
+		fmt.Fprintf(w, "link: %s#%s (%s) %s\n", l.Kind+" "+reponame.Display(l.Repo), l.ID, l.State, l.Title)
+	}
+	for _, m := range d.MentionedIn {
+		fmt.Fprintf(w, "mentioned in %s %s#%s: %s\n", m.Kind, reponame.Display(m.Repo), m.ID, m.Title)
+	}
 	if d.Body != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(d.Body, "\n"))
 	}
@@ -276,6 +285,7 @@ func (env *Env) issueComment(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.tell(cm.Unresolved)
 	return env.Print(c, cm, func(w io.Writer) { fmt.Fprintf(w, "comment %s on issue %s\n", cm.ID, cm.IssueID) })
 }
 

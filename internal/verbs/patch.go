@@ -392,6 +392,7 @@ func (env *Env) patchReview(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	env.tell(posted.Review.Unresolved)
 	v := posted.Review
 	return env.Print(c, v, func(w io.Writer) {
 		what := fmt.Sprintf("%s %s revision %d", env.Principal, verdictText(v.Verdict), v.Revision)
@@ -437,6 +438,9 @@ func (env *Env) patchPublish(c *cli.Context) error {
 	out, err := env.Ops().PublishDrafts(c.Context, env.actor(), ops.Publish{Patch: r, Verdict: verdict, Body: body})
 	if err != nil {
 		return err
+	}
+	for _, v := range out.Posted {
+		env.tell(v.Unresolved)
 	}
 	return env.Print(c, out.Posted, func(w io.Writer) {
 		for _, v := range out.Posted {

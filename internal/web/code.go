@@ -393,7 +393,7 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 		}
 		if e, ok := browse.Readme(es); ok {
 			readmeName = e.Name
-			readme, err = s.readme(ctx, g, e)
+			readme, err = s.readme(ctx, key, g, e)
 		}
 		return err
 	})
@@ -411,7 +411,7 @@ func (s *Server) pageRepoHome(w http.ResponseWriter, r *http.Request) error {
 // readme renders a README entry: Markdown through the same sanitiser as
 // every body, anything else as text; over browse.MaxReadme it is only
 // named.
-func (s *Server) readme(ctx context.Context, g browse.Repo, e browse.Entry) (template.HTML, error) {
+func (s *Server) readme(ctx context.Context, key string, g browse.Repo, e browse.Entry) (template.HTML, error) {
 	b, err := g.ReadBlob(ctx, e.OID, e.Size, browse.MaxReadme)
 	if err != nil {
 		return "", err
@@ -420,7 +420,7 @@ func (s *Server) readme(ctx context.Context, g browse.Repo, e browse.Entry) (tem
 	case b.TooLarge || b.Binary:
 		return template.HTML(`<p class="muted">` + template.HTMLEscapeString(e.Name) + ` is too large or not text to show here.</p>`), nil //nolint:gosec // escaped
 	case browse.IsMarkdown(e.Name):
-		return s.md.Cached("blob:"+e.OID, string(b.Data)), nil
+		return s.md.Cached(key, "blob:"+e.OID, string(b.Data)), nil
 	}
 	return template.HTML("<pre class=\"readme\">" + template.HTMLEscapeString(string(b.Data)) + "</pre>"), nil //nolint:gosec // escaped
 }
@@ -492,7 +492,7 @@ func (s *Server) pageTree(w http.ResponseWriter, r *http.Request) error {
 	}
 	if readme, ok := browse.Readme(es); ok {
 		data["ReadmeName"] = readme.Name
-		if data["Readme"], err = s.readme(r.Context(), g, readme); err != nil {
+		if data["Readme"], err = s.readme(r.Context(), key, g, readme); err != nil {
 			return err
 		}
 	}

@@ -38,7 +38,6 @@ func loadPages(s *Server) (*pages, error) {
 		},
 		"when":   when,
 		"whenp":  when,
-		"md":     s.md.Render,
 		"deref":  deref,
 		"derefi": derefInt,
 		"query": func(kv ...string) string {
