@@ -1,7 +1,8 @@
 // Command export measures collab-hook export on a large forge: 10 000
 // issues with 100 000 comments (plus lease tenures and patches with
 // revisions and reviews), generated straight into the database. It prints
-// the time of a full export, of a no-op re-export and of incremental
+// the time of a full export, of an import of it into a fresh forge
+// (collab-hook import), of a no-op re-export and of incremental
 // exports, the repository's size, and compares the full export with stock
 // git writing the same objects and refs (git fast-import of the export's
 // own fast-export stream, unsigned).
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/export"
+	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -95,6 +97,31 @@ func run(nIssues, nComments, nPatches, runs int, keep bool) error {
 		return err
 	}
 	fmt.Printf("repository size after export: %s (one undeltified pack, packed refs)\n", mb(size))
+
+	// Import of that export into a fresh forge, each run (collab-hook
+	// import --from PATH, the signatures checked against the key).
+	var imp []time.Duration
+	var ires export.Imported
+	for i := 0; i < runs; i++ {
+		root := forge.Root{Dir: filepath.Join(work, fmt.Sprintf("forge%d", i))}
+		if err := forge.Init(ctx, root, nil); err != nil {
+			return err
+		}
+		rdb, err := root.Open(ctx)
+		if err != nil {
+			return err
+		}
+		im := &export.Importer{Root: root, DB: rdb}
+		t := time.Now()
+		ires, err = im.Import(ctx, export.Import{Repo: repo, From: dir, Keys: []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}, Binary: "/bin/true"})
+		imp = append(imp, time.Since(t))
+		rdb.Close()
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Printf("import of that export into a fresh forge: median %s over %d runs (%d issues, %d patches, %d commits checked); import/export = %.2f\n",
+		median(imp), runs, ires.Issues, ires.Patches, ires.Checked, ratio(median(imp), median(full)))
 
 	// Stock git writing the same objects and refs, unsigned.
 	stream := filepath.Join(work, "stream.fi")

@@ -54,6 +54,7 @@ func newApp() *cli.App {
 			keysCommandCommand(),
 			webhookCommand(),
 			exportCommand(),
+			importCommand(),
 			fsckCommand(),
 			backupCommand(),
 			restoreCommand(),

@@ -338,33 +338,42 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	return func() ([]*record, error) {
 		recs := make([]*record, 0, len(order))
 		for _, ir := range order {
-			i := ir.issue
-			r := &record{
-				ref:     IssueRef(i.ID),
-				subject: oneLine("issue "+i.ID[:min(len(i.ID), 12)]+": "+i.Title, 72),
-				body: fmt.Sprintf("Issue %s in %s: %s, %d comment(s), %d lease tenure(s).",
-					i.ID, repo, i.State, len(ir.comments), len(ir.tenures)),
-			}
-			r.seen(&i.CreatedAt, &i.UpdatedAt, i.ClosedAt)
-			if err := r.add(IssueFile, i); err != nil {
+			r, err := issueRecord(repo, ir.issue, ir.comments, ir.tenures)
+			if err != nil {
 				return nil, err
-			}
-			for n, c := range ir.comments {
-				r.seen(&c.CreatedAt)
-				if err := r.add(CommentsDir+"/"+seqName(n+1, c.ID), c); err != nil {
-					return nil, err
-				}
-			}
-			for _, t := range ir.tenures {
-				r.seen(&t.AcquiredAt, t.EndedAt)
-				if err := r.add(fmt.Sprintf("%s/%06d.json", TenuresDir, t.Token), t); err != nil {
-					return nil, err
-				}
 			}
 			recs = append(recs, r)
 		}
 		return recs, nil
 	}, skipped, nil
+}
+
+// issueRecord is the record of issue i of repo with its comments and
+// tenures, in order.
+func issueRecord(repo string, i Issue, comments []Comment, tenures []Tenure) (*record, error) {
+	r := &record{
+		ref:     IssueRef(i.ID),
+		subject: oneLine("issue "+i.ID[:min(len(i.ID), 12)]+": "+i.Title, 72),
+		body: fmt.Sprintf("Issue %s in %s: %s, %d comment(s), %d lease tenure(s).",
+			i.ID, repo, i.State, len(comments), len(tenures)),
+	}
+	r.seen(&i.CreatedAt, &i.UpdatedAt, i.ClosedAt)
+	if err := r.add(IssueFile, i); err != nil {
+		return nil, err
+	}
+	for n, c := range comments {
+		r.seen(&c.CreatedAt)
+		if err := r.add(CommentsDir+"/"+seqName(n+1, c.ID), c); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range tenures {
+		r.seen(&t.AcquiredAt, t.EndedAt)
+		if err := r.add(fmt.Sprintf("%s/%06d.json", TenuresDir, t.Token), t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // loadPatches is loadIssues for patches, with their revisions, reviews,
@@ -474,40 +483,49 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	return func() ([]*record, error) {
 		recs := make([]*record, 0, len(order))
 		for _, pr := range order {
-			p := pr.patch
-			r := &record{
-				ref:     PatchRef(p.ID),
-				subject: oneLine("patch "+p.ID[:min(len(p.ID), 12)]+": "+p.Title, 72),
-				body: fmt.Sprintf("Patch %s in %s against %s: %s, %d revision(s), %d review(s).",
-					p.ID, repo, p.Base, p.State, len(pr.revisions), len(pr.reviews)),
-			}
-			r.seen(&p.CreatedAt, &p.UpdatedAt)
-			if p.Merge != nil {
-				r.seen(&p.Merge.At)
-			}
-			if err := r.add(PatchFile, p); err != nil {
+			r, err := patchRecord(repo, pr.patch, pr.revisions, pr.reviews, pr.states)
+			if err != nil {
 				return nil, err
-			}
-			for _, v := range pr.revisions {
-				r.seen(&v.CreatedAt)
-				if err := r.add(fmt.Sprintf("%s/%06d.json", RevisionDir, v.Number), v); err != nil {
-					return nil, err
-				}
-			}
-			for n, v := range pr.reviews {
-				r.seen(&v.CreatedAt)
-				if err := r.add(ReviewsDir+"/"+seqName(n+1, v.ID), v); err != nil {
-					return nil, err
-				}
-			}
-			for n, v := range pr.states {
-				r.seen(&v.At)
-				if err := r.add(fmt.Sprintf("%s/%06d.json", StatesDir, n+1), v); err != nil {
-					return nil, err
-				}
 			}
 			recs = append(recs, r)
 		}
 		return recs, nil
 	}, skipped, nil
+}
+
+// patchRecord is the record of patch p of repo with its revisions,
+// reviews and state changes, in order.
+func patchRecord(repo string, p Patch, revisions []Revision, reviews []Review, states []StateChange) (*record, error) {
+	r := &record{
+		ref:     PatchRef(p.ID),
+		subject: oneLine("patch "+p.ID[:min(len(p.ID), 12)]+": "+p.Title, 72),
+		body: fmt.Sprintf("Patch %s in %s against %s: %s, %d revision(s), %d review(s).",
+			p.ID, repo, p.Base, p.State, len(revisions), len(reviews)),
+	}
+	r.seen(&p.CreatedAt, &p.UpdatedAt)
+	if p.Merge != nil {
+		r.seen(&p.Merge.At)
+	}
+	if err := r.add(PatchFile, p); err != nil {
+		return nil, err
+	}
+	for _, v := range revisions {
+		r.seen(&v.CreatedAt)
+		if err := r.add(fmt.Sprintf("%s/%06d.json", RevisionDir, v.Number), v); err != nil {
+			return nil, err
+		}
+	}
+	for n, v := range reviews {
+		r.seen(&v.CreatedAt)
+		if err := r.add(ReviewsDir+"/"+seqName(n+1, v.ID), v); err != nil {
+			return nil, err
+		}
+	}
+	for n, v := range states {
+		r.seen(&v.At)
+		if err := r.add(fmt.Sprintf("%s/%06d.json", StatesDir, n+1), v); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }

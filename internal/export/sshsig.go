@@ -145,3 +145,41 @@ func AllowedSigners(pub ed25519.PublicKey) (string, error) {
 	}
 	return committerEmail + ` namespaces="git" ` + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k))), nil
 }
+
+// ParseAllowedSigners reads the ed25519 keys of an ssh allowed-signers
+// file (lines `PRINCIPALS [OPTIONS] ssh-ed25519 BASE64 [COMMENT]`, as
+// AllowedSigners writes them); other key types are skipped, and a file
+// with no ed25519 key is an error.
+func ParseAllowedSigners(data []byte) ([]ed25519.PublicKey, error) {
+	var keys []ed25519.PublicKey
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != ssh.KeyAlgoED25519 {
+				continue
+			}
+			k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(f[i] + " " + f[i+1]))
+			if err != nil {
+				return nil, fmt.Errorf("allowed signers line %d: %w", n+1, err)
+			}
+			ck, ok := k.(ssh.CryptoPublicKey)
+			if !ok {
+				return nil, fmt.Errorf("allowed signers line %d: not an ed25519 key", n+1)
+			}
+			pub, ok := ck.CryptoPublicKey().(ed25519.PublicKey)
+			if !ok {
+				return nil, fmt.Errorf("allowed signers line %d: not an ed25519 key", n+1)
+			}
+			keys = append(keys, pub)
+			break
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no ssh-ed25519 key in the allowed signers")
+	}
+	return keys, nil
+}

@@ -293,3 +293,20 @@ func ReadableRepos(ctx context.Context, q store.Querier, principal string) ([]Re
 	}
 	return out, nil
 }
+
+// EnsureDisabled records name as a disabled principal inside the caller's
+// transaction unless it exists (collab-hook import: the author of a record
+// from another forge who has no account here). It has no keys, so the key
+// index and authorized_keys do not change. created says whether it was new.
+func EnsureDisabled(ctx context.Context, tx store.Querier, name string, now time.Time) (created bool, err error) {
+	if err := access.CheckName(name); err != nil {
+		return false, err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO principals(name, disabled, created_at) VALUES (?, 1, ?) ON CONFLICT(name) DO NOTHING`,
+		name, store.FormatTime(now))
+	if err != nil {
+		return false, fmt.Errorf("add principal %s: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
