@@ -334,11 +334,18 @@ func rename(recs *Records, m map[string]string) ([]string, error) {
 			bad = *s
 		}
 	}
+	maybe := func(s *string) {
+		if s != nil {
+			name(s)
+		}
+	}
 	for i := range recs.Issues {
 		r := &recs.Issues[i]
 		name(&r.Issue.Author)
+		maybe(r.Issue.OnBehalfOf)
 		for j := range r.Comments {
 			name(&r.Comments[j].Author)
+			maybe(r.Comments[j].OnBehalfOf)
 		}
 		for j := range r.Tenures {
 			name(&r.Tenures[j].Holder)
@@ -355,6 +362,7 @@ func rename(recs *Records, m map[string]string) ([]string, error) {
 		}
 		for j := range r.Reviews {
 			name(&r.Reviews[j].Author)
+			maybe(r.Reviews[j].OnBehalfOf)
 		}
 		for j := range r.States {
 			name(&r.States[j].Actor)
@@ -374,9 +382,10 @@ func rename(recs *Records, m map[string]string) ([]string, error) {
 func restoredIssue(r IssueRecord) issues.Restored {
 	i := r.Issue
 	out := issues.Restored{ID: i.ID, Title: i.Title, Body: i.Body, State: i.State, Author: i.Author,
-		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ClosedAt: i.ClosedAt, Labels: i.Labels}
+		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, ClosedAt: i.ClosedAt, Labels: i.Labels, OnBehalfOf: i.OnBehalfOf, Via: i.Via}
 	for _, c := range r.Comments {
-		out.Comments = append(out.Comments, issues.RestoredComment{ID: c.ID, Author: c.Author, Body: c.Body, CreatedAt: c.CreatedAt})
+		out.Comments = append(out.Comments, issues.RestoredComment{ID: c.ID, Author: c.Author, Body: c.Body, CreatedAt: c.CreatedAt,
+			OnBehalfOf: c.OnBehalfOf, Via: c.Via})
 	}
 	return out
 }
@@ -403,7 +412,7 @@ func restoredPatch(r PatchRecord) patches.Restored {
 	}
 	for _, v := range r.Reviews {
 		out.Reviews = append(out.Reviews, patches.RestoredReview{ID: v.ID, Author: v.Author, Verdict: v.Verdict,
-			Body: v.Body, CreatedAt: v.CreatedAt, Revision: v.Revision, File: v.File, Line: v.Line})
+			Body: v.Body, CreatedAt: v.CreatedAt, Revision: v.Revision, File: v.File, Line: v.Line, OnBehalfOf: v.OnBehalfOf, Via: v.Via})
 	}
 	for _, v := range r.States {
 		out.States = append(out.States, patches.RestoredState{Kind: v.Kind, Actor: v.Actor, At: v.At})

@@ -49,6 +49,10 @@ func TestImportRoundTrip(t *testing.T) {
 		}
 		f.addPatch(w, 20000+n, fixes, n%4 == 0)
 	}
+	// Some were written by a bot for someone (ops.Actor.OnBehalfOf).
+	f.exec(`UPDATE issues SET on_behalf_of = 'carol', via = 'DM' WHERE seq % 4 = 0`)
+	f.exec(`UPDATE comments SET on_behalf_of = 'carol' WHERE seq % 3 = 0`)
+	f.exec(`UPDATE reviews SET on_behalf_of = 'dan', via = 'chat' WHERE seq % 5 = 0`)
 	if _, err := f.x.Export(f.ctx, repoKey, f.git, testNow); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +97,7 @@ func TestImportRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The failed run made the repository; this one finds it.
-	if res.Issues != 1000 || res.Patches != 100 || res.Created || res.Unchanged != 0 {
+	if res.Issues != 1000 || res.Patches != 100 || res.Created || res.Unchanged != 0 || len(res.Principals) != 5 {
 		t.Errorf("import: %+v", res)
 	}
 	compareRecords(t, f.db, db)

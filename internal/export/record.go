@@ -33,20 +33,26 @@ type Issue struct {
 	ClosedAt  *string  `json:"closed_at"`
 	CreatedAt string   `json:"created_at"`
 	ID        string   `json:"id"`
-	Labels    []string `json:"labels"`  // sorted
-	Patches   []string `json:"patches"` // patches that link (fix) it, oldest first
-	Repo      string   `json:"repo"`
-	State     string   `json:"state"`
-	Title     string   `json:"title"`
-	UpdatedAt string   `json:"updated_at"`
+	Labels    []string `json:"labels"` // sorted
+	// OnBehalfOf and Via: whom the author filed it for, and how the
+	// request came (omitted when it was the author's own).
+	OnBehalfOf *string  `json:"on_behalf_of,omitempty"`
+	Patches    []string `json:"patches"` // patches that link (fix) it, oldest first
+	Repo       string   `json:"repo"`
+	State      string   `json:"state"`
+	Title      string   `json:"title"`
+	UpdatedAt  string   `json:"updated_at"`
+	Via        *string  `json:"via,omitempty"`
 }
 
 // Comment is comments/NNNNNN-ID.json (NNNNNN: its position, 1 first).
 type Comment struct {
-	Author    string `json:"author"`
-	Body      string `json:"body"`
-	CreatedAt string `json:"created_at"`
-	ID        string `json:"id"`
+	Author     string  `json:"author"`
+	Body       string  `json:"body"`
+	CreatedAt  string  `json:"created_at"`
+	ID         string  `json:"id"`
+	OnBehalfOf *string `json:"on_behalf_of,omitempty"`
+	Via        *string `json:"via,omitempty"`
 }
 
 // Tenure is tenures/NNNNNN.json (NNNNNN: the token).
@@ -95,14 +101,16 @@ type Revision struct {
 
 // Review is reviews/NNNNNN-ID.json (NNNNNN: its position, 1 first).
 type Review struct {
-	Author    string  `json:"author"`
-	Body      string  `json:"body"`
-	CreatedAt string  `json:"created_at"`
-	File      *string `json:"file"`
-	ID        string  `json:"id"`
-	Line      *int64  `json:"line"`
-	Revision  int64   `json:"revision"`
-	Verdict   string  `json:"verdict"`
+	Author     string  `json:"author"`
+	Body       string  `json:"body"`
+	CreatedAt  string  `json:"created_at"`
+	File       *string `json:"file"`
+	ID         string  `json:"id"`
+	Line       *int64  `json:"line"`
+	OnBehalfOf *string `json:"on_behalf_of,omitempty"`
+	Revision   int64   `json:"revision"`
+	Verdict    string  `json:"verdict"`
+	Via        *string `json:"via,omitempty"`
 }
 
 // StateChange is states/NNNNNN.json of a patch (NNNNNN: its position, 1
@@ -247,11 +255,11 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	var order []*issueRec
 	skipped := 0
 	args := []any{repo}
-	err := store.Each(ctx, q, `SELECT id, title, body, state, author, created_at, updated_at, closed_at
+	err := store.Each(ctx, q, `SELECT id, title, body, state, author, created_at, updated_at, closed_at, on_behalf_of, via
 		FROM issues WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var i Issue
 		var closed sql.NullString
-		if err := rows.Scan(&i.ID, &i.Title, &i.Body, &i.State, &i.Author, &i.CreatedAt, &i.UpdatedAt, &closed); err != nil {
+		if err := rows.Scan(&i.ID, &i.Title, &i.Body, &i.State, &i.Author, &i.CreatedAt, &i.UpdatedAt, &closed, &i.OnBehalfOf, &i.Via); err != nil {
 			return err
 		}
 		if !ids.Valid(i.ID) {
@@ -267,11 +275,11 @@ func loadIssues(ctx context.Context, q store.Querier, repo string, now time.Time
 	if err != nil {
 		return nil, 0, fmt.Errorf("read issues of %s: %w", repo, err)
 	}
-	err = store.Each(ctx, q, `SELECT issue_id, id, author, body, created_at
+	err = store.Each(ctx, q, `SELECT issue_id, id, author, body, created_at, on_behalf_of, via
 		FROM comments WHERE repo = ? ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var issue string
 		var c Comment
-		if err := rows.Scan(&issue, &c.ID, &c.Author, &c.Body, &c.CreatedAt); err != nil {
+		if err := rows.Scan(&issue, &c.ID, &c.Author, &c.Body, &c.CreatedAt, &c.OnBehalfOf, &c.Via); err != nil {
 			return err
 		}
 		if r := byID[issue]; r != nil {
@@ -429,13 +437,13 @@ func loadPatches(ctx context.Context, q store.Querier, repo string) (func() ([]*
 	if err != nil {
 		return nil, 0, fmt.Errorf("read revisions of %s: %w", repo, err)
 	}
-	err = store.Each(ctx, q, `SELECT patch_id, id, revision, author, verdict, body, file, line, created_at
+	err = store.Each(ctx, q, `SELECT patch_id, id, revision, author, verdict, body, file, line, created_at, on_behalf_of, via
 		FROM reviews WHERE repo = ? AND draft = 0 ORDER BY seq`, args, func(rows *sql.Rows) error {
 		var patch string
 		var v Review
 		var f sql.NullString
 		var line sql.NullInt64
-		if err := rows.Scan(&patch, &v.ID, &v.Revision, &v.Author, &v.Verdict, &v.Body, &f, &line, &v.CreatedAt); err != nil {
+		if err := rows.Scan(&patch, &v.ID, &v.Revision, &v.Author, &v.Verdict, &v.Body, &f, &line, &v.CreatedAt, &v.OnBehalfOf, &v.Via); err != nil {
 			return err
 		}
 		v.File = nullable(f)

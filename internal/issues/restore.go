@@ -16,11 +16,14 @@ type Restored struct {
 	ClosedAt                       *string
 	Labels                         []string
 	Comments                       []RestoredComment
+	// OnBehalfOf and Via: whom Author filed it for (nil: its own).
+	OnBehalfOf, Via *string
 }
 
 // RestoredComment is a comment of a Restored issue.
 type RestoredComment struct {
 	ID, Author, Body, CreatedAt string
+	OnBehalfOf, Via             *string
 }
 
 // Restore writes r into repo inside the caller's transaction, with its
@@ -30,8 +33,8 @@ type RestoredComment struct {
 // already taken (the issue here, or a comment's anywhere) fails the
 // insert, and the caller's transaction with it.
 func Restore(ctx context.Context, tx store.Querier, repo string, r Restored) error {
-	res, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, body, state, author, created_at, updated_at, closed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, repo, r.ID, r.Title, r.Body, r.State, r.Author, r.CreatedAt, r.UpdatedAt, r.ClosedAt)
+	res, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, body, state, author, created_at, updated_at, closed_at, on_behalf_of, via)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, repo, r.ID, r.Title, r.Body, r.State, r.Author, r.CreatedAt, r.UpdatedAt, r.ClosedAt, r.OnBehalfOf, r.Via)
 	if err != nil {
 		return fmt.Errorf("restore issue %s: %w", r.ID, err)
 	}
@@ -49,8 +52,8 @@ func Restore(ctx context.Context, tx store.Querier, repo string, r Restored) err
 		return err
 	}
 	for _, c := range r.Comments {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO comments(repo, issue_id, id, author, body, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			repo, r.ID, c.ID, c.Author, c.Body, c.CreatedAt); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO comments(repo, issue_id, id, author, body, created_at, on_behalf_of, via) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			repo, r.ID, c.ID, c.Author, c.Body, c.CreatedAt, c.OnBehalfOf, c.Via); err != nil {
 			return fmt.Errorf("restore comment %s of issue %s: %w", c.ID, r.ID, err)
 		}
 		if _, err := RecordRefs(ctx, tx, repo, "comment", c.ID, c.Author, c.Body); err != nil {

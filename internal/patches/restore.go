@@ -42,6 +42,7 @@ type RestoredReview struct {
 	Revision                             int64
 	File                                 *string
 	Line                                 *int64
+	OnBehalfOf, Via                      *string
 }
 
 // RestoredState is a close, reopen or merge of a Restored patch.
@@ -73,9 +74,9 @@ func Restore(ctx context.Context, tx store.Querier, repo string, p Restored) err
 		if r.File != nil {
 			side, thread = SideNew, r.ID
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO reviews(repo, patch_id, id, revision, author, verdict, body, file, line, created_at, side, thread)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			repo, p.ID, r.ID, r.Revision, r.Author, r.Verdict, r.Body, r.File, r.Line, r.CreatedAt, side, thread); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO reviews(repo, patch_id, id, revision, author, verdict, body, file, line, created_at, side, thread, on_behalf_of, via)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			repo, p.ID, r.ID, r.Revision, r.Author, r.Verdict, r.Body, r.File, r.Line, r.CreatedAt, side, thread, r.OnBehalfOf, r.Via); err != nil {
 			return fmt.Errorf("restore review %s of %s: %w", r.ID, p.ID, err)
 		}
 		if _, err := issues.RecordRefs(ctx, tx, repo, "review", r.ID, r.Author, r.Body); err != nil {
