@@ -74,9 +74,18 @@ type Importer struct {
 	Log  *slog.Logger // nil: discard
 }
 
-// allowProtocols keeps a --from URL to the transports a forge serves (no
-// ext::, which runs a command).
-const allowProtocols = "GIT_ALLOW_PROTOCOL=file:git:http:https:ssh"
+// fetchEnv is the environment of the fetch of a --from URL beyond git's
+// clean one: only the transports a forge serves (no ext::, which runs a
+// command), and the operator's way to ssh (GIT_SSH_COMMAND, the agent).
+func fetchEnv() []string {
+	env := []string{"GIT_ALLOW_PROTOCOL=file:git:http:https:ssh"}
+	for _, k := range []string{"GIT_SSH_COMMAND", "GIT_SSH", "SSH_AUTH_SOCK"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
 
 // Import brings in.Repo's record up to what the export at in.From holds:
 // every issue and patch there, with their original ids, authors and
@@ -123,7 +132,7 @@ func (im *Importer) Import(ctx context.Context, in Import) (Imported, error) {
 			if err := git.Init(ctx, src); err != nil {
 				return out, err
 			}
-			if _, err := git.Open(src).With(allowProtocols).Run(ctx, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", in.From,
+			if _, err := git.Open(src).With(fetchEnv()...).Run(ctx, nil, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", in.From,
 				"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/collab/*:refs/collab/*"); err != nil {
 				return out, fault.New(fault.Usage, "cannot fetch the export from %s: %s", text.Clip(in.From), oneLine(gitStderr(err), 200))
 			}
