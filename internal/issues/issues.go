@@ -84,19 +84,6 @@ func scanComment(s scanner, c *Comment) error {
 	return s.Scan(&c.ID, &c.Author, &c.OnBehalfOf, &c.Via, &c.Body, &c.CreatedAt)
 }
 
-// Attribute records on whose behalf the actor filed the issue (kind
-// "issue") or wrote the comment ("comment") id in repo.
-func Attribute(ctx context.Context, tx store.Querier, kind, repo, id string, b events.Behalf) error {
-	table := map[string]string{"issue": "issues", "comment": "comments"}[kind]
-	if table == "" {
-		return fmt.Errorf("attribute %s: not an issue or a comment", kind)
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET on_behalf_of = ?, via = ? WHERE repo = ? AND id = ?", b.OnBehalfOf, b.Via, repo, id); err != nil {
-		return fmt.Errorf("record on whose behalf %s %s was written: %w", kind, id, err)
-	}
-	return nil
-}
-
 // Detail is an issue as `issue show` and the API's GET print it: with its
 // comments, linked patches and lease history.
 type Detail struct {
@@ -165,6 +152,12 @@ func CheckBody(body string) error {
 // New files an issue (event issue.filed) and records the references in its
 // body.
 func New(ctx context.Context, tx store.Querier, repo, author, title, body string, now time.Time) (Issue, error) {
+	return NewFor(ctx, tx, repo, author, events.Behalf{}, title, body, now)
+}
+
+// NewFor is New for an author who files the issue on behalf of someone
+// (b; the zero Behalf: its own).
+func NewFor(ctx context.Context, tx store.Querier, repo, author string, b events.Behalf, title, body string, now time.Time) (Issue, error) {
 	title, err := CheckTitle(title)
 	if err != nil {
 		return Issue{}, err
@@ -173,9 +166,9 @@ func New(ctx context.Context, tx store.Querier, repo, author, title, body string
 		return Issue{}, err
 	}
 	ts := store.FormatTime(now)
-	is := Issue{ID: ids.New(), Repo: repo, Title: title, Body: body, State: Open, Author: author, CreatedAt: store.At(now), UpdatedAt: store.At(now), Labels: []string{}}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, body, state, author, created_at, updated_at)
-		VALUES (?, ?, ?, ?, 'open', ?, ?, ?)`, repo, is.ID, title, body, author, ts, ts); err != nil {
+	is := Issue{ID: ids.New(), Repo: repo, Title: title, Body: body, State: Open, Author: author, Behalf: b, CreatedAt: store.At(now), UpdatedAt: store.At(now), Labels: []string{}}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO issues(repo, id, title, body, state, author, created_at, updated_at, on_behalf_of, via)
+		VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?, ?)`, repo, is.ID, title, body, author, ts, ts, b.OnBehalfOf, b.Via); err != nil {
 		return Issue{}, fmt.Errorf("file issue: %w", err)
 	}
 	unresolved, err := RecordRefs(ctx, tx, repo, "issue", is.ID, author, body)
@@ -403,6 +396,12 @@ func CheckState(s string) error {
 // AddComment adds a comment to an existing issue (event issue.commented)
 // and records the references in its body. Fencing is the caller's.
 func AddComment(ctx context.Context, tx store.Querier, repo, issueID, author, body string, now time.Time) (Comment, error) {
+	return AddCommentFor(ctx, tx, repo, issueID, author, events.Behalf{}, body, now)
+}
+
+// AddCommentFor is AddComment for an author who writes on behalf of
+// someone (b; the zero Behalf: its own).
+func AddCommentFor(ctx context.Context, tx store.Querier, repo, issueID, author string, b events.Behalf, body string, now time.Time) (Comment, error) {
 	if strings.TrimSpace(body) == "" {
 		return Comment{}, fault.New(fault.Usage, "empty comment")
 	}
@@ -410,9 +409,9 @@ func AddComment(ctx context.Context, tx store.Querier, repo, issueID, author, bo
 		return Comment{}, err
 	}
 	ts := store.FormatTime(now)
-	c := Comment{ID: ids.New(), Repo: repo, IssueID: issueID, Author: author, Body: body, CreatedAt: store.At(now)}
-	res, err := tx.ExecContext(ctx, `INSERT INTO comments(repo, issue_id, id, author, body, created_at)
-		SELECT repo, id, ?, ?, ?, ? FROM issues WHERE repo = ? AND id = ?`, c.ID, author, body, ts, repo, issueID)
+	c := Comment{ID: ids.New(), Repo: repo, IssueID: issueID, Author: author, Behalf: b, Body: body, CreatedAt: store.At(now)}
+	res, err := tx.ExecContext(ctx, `INSERT INTO comments(repo, issue_id, id, author, body, created_at, on_behalf_of, via)
+		SELECT repo, id, ?, ?, ?, ?, ?, ? FROM issues WHERE repo = ? AND id = ?`, c.ID, author, body, ts, b.OnBehalfOf, b.Via, repo, issueID)
 	if err != nil {
 		return Comment{}, fmt.Errorf("add comment: %w", err)
 	}

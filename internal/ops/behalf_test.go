@@ -2,6 +2,7 @@ package ops
 
 import (
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/collab-forge/collab/internal/events"
@@ -61,6 +62,10 @@ func TestOnBehalfOf(t *testing.T) {
 	for _, e := range evs {
 		if e.Actor != "triage" || e.OnBehalfOf == nil {
 			t.Errorf("event %s by %s on behalf of %v; want triage for someone", e.Event, e.Actor, e.OnBehalfOf)
+		}
+		// The object in data says so too.
+		if !strings.Contains(string(e.Data), `"on_behalf_of":"`+*e.OnBehalfOf+`"`) {
+			t.Errorf("event %s's data %s does not name %s", e.Event, e.Data, *e.OnBehalfOf)
 		}
 	}
 	// A write of one's own carries no one else's name.

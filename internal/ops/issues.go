@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/collab-forge/collab/internal/access"
-	"github.com/collab-forge/collab/internal/events"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/labels"
@@ -29,10 +28,8 @@ func (s *Service) FileIssue(ctx context.Context, who Actor, in FileIssue) (issue
 	}
 	var is issues.Issue
 	err = s.write(ctx, who, func(tx store.Tx) error {
-		if is, err = issues.New(ctx, tx, sc.key, who.Principal, in.Title, in.Body, s.now()); err != nil {
-			return err
-		}
-		return s.attribute(ctx, tx, who, "issue", sc.key, is.ID, &is.Behalf)
+		is, err = issues.NewFor(ctx, tx, sc.key, who.Principal, who.behalf(), in.Title, in.Body, s.now())
+		return err
 	})
 	if err != nil {
 		return issues.Issue{}, err
@@ -238,21 +235,10 @@ func (s *Service) Comment(ctx context.Context, who Actor, in Comment) (issues.Co
 		if err := t.fence(ctx, tx, who, in.LeaseToken, now); err != nil {
 			return err
 		}
-		if c, err = issues.AddComment(ctx, tx, t.key, t.id, who.Principal, in.Body, now); err != nil {
-			return err
-		}
-		return s.attribute(ctx, tx, who, "comment", t.key, c.ID, &c.Behalf)
+		c, err = issues.AddCommentFor(ctx, tx, t.key, t.id, who.Principal, who.behalf(), in.Body, now)
+		return err
 	})
 	return c, err
-}
-
-// attribute records on whose behalf who filed the issue or wrote the
-// comment (kind) id, when on anyone's, and sets b to it.
-func (s *Service) attribute(ctx context.Context, tx store.Tx, who Actor, kind, key, id string, b *events.Behalf) error {
-	if *b = who.behalf(); !b.Set() {
-		return nil
-	}
-	return issues.Attribute(ctx, tx, kind, key, id, *b)
 }
 
 // EditIssue is a change of an issue's state and/or title.
