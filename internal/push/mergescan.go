@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,12 +69,7 @@ const ForegroundBudget = 10000
 // scan; the pack that index-pack just wrote says the same for free.
 func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (deferred []Update, err error) {
 	start := time.Now()
-	var heads []Update
-	for _, u := range updates {
-		if strings.HasPrefix(u.Ref, HeadsPrefix) && u.New != git.ZeroOID {
-			heads = append(heads, u)
-		}
-	}
+	heads := branchMoves(updates)
 	if len(heads) == 0 {
 		return nil, nil
 	}
@@ -153,18 +149,8 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			// push. refs/collab/* is never excluded: it reaches every pinned
 			// revision, which are exactly the commits being looked for.
 			if others == nil {
-				if others, err = e.Git.Refs(ctx, HeadsPrefix, "refs/tags/"); err != nil {
+				if others, err = e.tipsBefore(ctx, updates); err != nil {
 					return nil, err
-				}
-				for _, pu := range updates {
-					if !strings.HasPrefix(pu.Ref, HeadsPrefix) && !strings.HasPrefix(pu.Ref, "refs/tags/") {
-						continue
-					}
-					if pu.Old == git.ZeroOID {
-						delete(others, pu.Ref)
-					} else {
-						others[pu.Ref] = pu.Old
-					}
 				}
 			}
 			for ref, oid := range others {
@@ -197,33 +183,71 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 		if base == "" && len(merged) > 0 {
 			base = e.baseURL(ctx)
 		}
-		for _, m := range merged {
-			log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned, "content", m.Content, "DURATION_MS", ms(start))
-			line := "patch " + m.PatchID + " merged into " + branch + " as " + m.Commit
-			if u := e.patchURL(base, m.PatchID); u != "" {
-				line += ": " + u
-			}
-			e.say("%s", line)
-			if m.Content == patches.ContentDiffers {
-				e.say("patch %s: %s differs in content from every revision; the issues the patch links stay open", m.PatchID, m.Commit)
-			}
-			for _, is := range m.Closed {
-				line := "closed issue " + is
-				if base != "" {
-					line += ": " + base + "/" + reponame.Display(e.Repo) + "/-/issues/" + is
-				}
-				e.say("%s", line)
-			}
-			for _, k := range m.Kept {
-				log.Info("not closing", "PATCH", m.PatchID, "ISSUE", k.IssueID, "OUTCOME", "kept", "holder", k.Holder, "commit", m.Commit)
-				e.say("not closing %s: %s", k.IssueID, k.Why())
-			}
-		}
+		e.tellMerged(log, branch, base, merged, start)
 		if len(merged) == 0 {
 			log.Info("merge scan", "OUTCOME", "none", "DURATION_MS", ms(ms0))
 		}
 	}
 	return deferred, nil
+}
+
+// branchMoves are the updates that move or create a branch.
+func branchMoves(updates []Update) []Update {
+	var heads []Update
+	for _, u := range updates {
+		if strings.HasPrefix(u.Ref, HeadsPrefix) && u.New != git.ZeroOID {
+			heads = append(heads, u)
+		}
+	}
+	return heads
+}
+
+// tipsBefore is every branch and tag as it was before the push: what a
+// new branch's scan excludes.
+func (e *Env) tipsBefore(ctx context.Context, updates []Update) (map[string]string, error) {
+	tips, err := e.Git.Refs(ctx, HeadsPrefix, "refs/tags/")
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range updates {
+		if !strings.HasPrefix(u.Ref, HeadsPrefix) && !strings.HasPrefix(u.Ref, "refs/tags/") {
+			continue
+		}
+		if u.Old == git.ZeroOID {
+			delete(tips, u.Ref)
+		} else {
+			tips[u.Ref] = u.Old
+		}
+	}
+	return tips, nil
+}
+
+// tellMerged logs the merges a scan of branch recorded and tells the
+// pusher of each, with the issues it closed or left open; base is the web
+// UI's URL ("" for none).
+func (e *Env) tellMerged(log *slog.Logger, branch, base string, merged []Merged, start time.Time) {
+	for _, m := range merged {
+		log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned, "content", m.Content, "DURATION_MS", ms(start))
+		line := "patch " + m.PatchID + " merged into " + branch + " as " + m.Commit
+		if u := e.patchURL(base, m.PatchID); u != "" {
+			line += ": " + u
+		}
+		e.say("%s", line)
+		if m.Content == patches.ContentDiffers {
+			e.say("patch %s: %s differs in content from every revision; the issues the patch links stay open", m.PatchID, m.Commit)
+		}
+		for _, is := range m.Closed {
+			line := "closed issue " + is
+			if base != "" {
+				line += ": " + base + "/" + reponame.Display(e.Repo) + "/-/issues/" + is
+			}
+			e.say("%s", line)
+		}
+		for _, k := range m.Kept {
+			log.Info("not closing", "PATCH", m.PatchID, "ISSUE", k.IssueID, "OUTCOME", "kept", "holder", k.Holder, "commit", m.Commit)
+			e.say("not closing %s: %s", k.IssueID, k.Why())
+		}
+	}
 }
 
 // Segment is one move of a branch from Old to New, by By; its commits are
@@ -435,6 +459,49 @@ type ScanRange struct {
 // walk longer than budget commits stops with ErrTooBig before anything is
 // recorded.
 func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, error) {
+	f, err := e.find(ctx, r, budget)
+	if err != nil {
+		return nil, err
+	}
+	if r.DryRun {
+		var out []Merged
+		for _, id := range f.order {
+			out = append(out, Merged{PatchID: id, Branch: r.Branch, Commit: f.found[id].commit, By: r.By})
+		}
+		return out, nil
+	}
+	if len(f.order) == 0 {
+		// Nothing to record but the progress; a walk that found nothing new
+		// (a tip already scanned past) must not move it back.
+		if r.Done == "" || (f.walked == 0 && f.open > 0) {
+			return nil, nil
+		}
+		return nil, e.DB.Write(ctx, func(tx *sql.Tx) error {
+			return recordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, e.Now())
+		})
+	}
+	if err := e.trailerMatches(ctx, r, f); err != nil {
+		return nil, err
+	}
+	return e.record(ctx, r, f)
+}
+
+// found is what a merge scan's walk found: the matches by patch id, in
+// the order first met, and how many commits it walked.
+type found struct {
+	found  map[string]*match
+	order  []string
+	walked int
+	open   int // open patches targeting the branch
+	// bases and content are a trailer-only match's (trailerMatches): the
+	// base its pinned revision gets, and whether its content is the
+	// patch's.
+	bases, content map[string]string
+}
+
+// find walks r.Revs for the commits that are a pinned revision of an open
+// patch targeting r.Branch, or carry one's trailer.
+func (e *Env) find(ctx context.Context, r ScanRange, budget int) (*found, error) {
 	var open map[string]bool
 	var pinned map[string][]patches.Pinned
 	if t := r.targets; t != nil {
@@ -445,79 +512,69 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 			return nil, err
 		}
 	}
-	var err error
-	found := map[string]*match{}
-	var order []string
+	f := &found{found: map[string]*match{}, open: len(open), bases: map[string]string{}, content: map[string]string{}}
 	get := func(id string) *match {
-		m := found[id]
+		m := f.found[id]
 		if m == nil {
 			m = &match{}
-			found[id] = m
-			order = append(order, id)
+			f.found[id] = m
+			f.order = append(f.order, id)
 		}
 		return m
 	}
-	walked := 0
-	if len(open) > 0 {
-		err = e.walk(ctx, r.Revs, func(c git.Commit) error {
-			if walked++; budget > 0 && walked > budget {
-				return ErrTooBig
+	if len(open) == 0 {
+		return f, nil
+	}
+	err := e.walk(ctx, r.Revs, func(c git.Commit) error {
+		if f.walked++; budget > 0 && f.walked > budget {
+			return ErrTooBig
+		}
+		for _, p := range pinned[c.OID] {
+			m := get(p.PatchID)
+			if p.Number > m.number {
+				m.commit, m.parents, m.number = c.OID, c.Parents, p.Number
 			}
-			for _, p := range pinned[c.OID] {
-				m := get(p.PatchID)
-				if p.Number > m.number {
-					m.commit, m.parents, m.number = c.OID, c.Parents, p.Number
-				}
+			m.fixes = append(m.fixes, c.Fixes...)
+		}
+		for _, t := range TrailerIDs(c) {
+			if !open[t] {
+				continue
+			}
+			m := get(t)
+			if m.commit == "" {
+				m.commit, m.parents = c.OID, c.Parents
+			}
+			if !isPinned(pinned[c.OID], t) {
 				m.fixes = append(m.fixes, c.Fixes...)
 			}
-			for _, t := range TrailerIDs(c) {
-				if !open[t] {
-					continue
-				}
-				m := get(t)
-				if m.commit == "" {
-					m.commit, m.parents = c.OID, c.Parents
-				}
-				if !isPinned(pinned[c.OID], t) {
-					m.fixes = append(m.fixes, c.Fixes...)
-				}
-			}
-			return nil
-		})
-	}
+		}
+		return nil
+	})
 	if errors.Is(err, ErrTooBig) {
 		return nil, err
 	}
 	if err != nil {
 		return nil, fault.Wrap(err, "merge scan failed")
 	}
-	if r.DryRun {
-		var out []Merged
-		for _, id := range order {
-			out = append(out, Merged{PatchID: id, Branch: r.Branch, Commit: found[id].commit, By: r.By})
-		}
-		return out, nil
-	}
-	if len(order) == 0 {
-		// Nothing to record but the progress; a walk that found nothing new
-		// (a tip already scanned past) must not move it back.
-		if r.Done == "" || (walked == 0 && len(open) > 0) {
-			return nil, nil
-		}
-		return nil, e.DB.Write(ctx, func(tx *sql.Tx) error {
-			return recordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, e.Now())
-		})
-	}
-	bases := map[string]string{}
-	for _, id := range order {
-		m := found[id]
+	return f, nil
+}
+
+// trailerMatches reads what a match by trailer alone (no pinned revision)
+// needs before it is recorded: the base of the revision it gets pinned
+// as (its merge base with r.OldTip, else its first parent), and whether
+// its content is the patch's work at all (anyone can write the trailer),
+// which decides whether the patch's linked issues close through it. Asked
+// only here, off the path of a push that merges pinned revisions.
+func (e *Env) trailerMatches(ctx context.Context, r ScanRange, f *found) error {
+	for _, id := range f.order {
+		m := f.found[id]
 		if m.number > 0 {
 			continue
 		}
 		b := ""
 		if git.IsOID(r.OldTip) && r.OldTip != git.ZeroOID {
 			if mb, ok, err := e.Git.MergeBase(ctx, m.commit, r.OldTip); err != nil {
-				return nil, fault.Wrap(err, "merge scan failed")
+				return fault.Wrap(err, "merge scan failed")
 			} else if ok {
 				b = mb
 			}
@@ -528,24 +585,21 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 				b = m.parents[0]
 			}
 		}
-		bases[id] = b
-	}
-	// A commit credited by its trailer alone may not be the patch's work
-	// at all (anyone can write the trailer): its content decides whether
-	// the patch's linked issues close through it. Asked only here, off
-	// the path of a push that merges pinned revisions.
-	content := map[string]string{}
-	for _, id := range order {
-		if m := found[id]; m.number == 0 {
-			c, err := e.contentOf(ctx, id, m.commit, m.parents)
-			if err != nil {
-				return nil, fault.Wrap(err, "merge scan failed")
-			}
-			content[id] = c
+		f.bases[id] = b
+		c, err := e.contentOf(ctx, id, m.commit, m.parents)
+		if err != nil {
+			return fault.Wrap(err, "merge scan failed")
 		}
+		f.content[id] = c
 	}
+	return nil
+}
+
+// record records the merges f found in one transaction (with the scan's
+// progress, r.Done), pinning trailer matches as revisions, whose refs are
+// written after the commit under the refs lock, like a push's.
+func (e *Env) record(ctx context.Context, r ScanRange, f *found) ([]Merged, error) {
 	now := e.Now()
-	// Pinned revisions get their refs after the commit, like a push's.
 	unlock, err := LockRefs(ctx, e.Git.Dir)
 	if err != nil {
 		return nil, fault.Wrap(err, "merge scan failed")
@@ -555,8 +609,8 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 	var refs []git.RefUpdate
 	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
 		out, refs = nil, nil
-		for _, id := range order {
-			m := found[id]
+		for _, id := range f.order {
+			m := f.found[id]
 			p, ok, err := patches.Lookup(ctx, tx, e.Repo, id)
 			if err != nil {
 				return err
@@ -566,7 +620,7 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 			}
 			rec := Merged{PatchID: id, Branch: r.Branch, Commit: m.commit, By: r.By}
 			if m.number == 0 {
-				rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, m.commit, bases[id], r.By, now)
+				rev, added, err := patches.AddRevision(ctx, tx, e.Repo, id, m.commit, f.bases[id], r.By, now)
 				if err != nil {
 					return err
 				}
@@ -580,7 +634,7 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 				}
 			}
 			comp := patches.Completion{Closer: e.closer(ctx, tx, id, r, m.commit)}
-			rec.Content = content[id]
+			rec.Content = f.content[id]
 			if rec.Content == patches.ContentDiffers {
 				// Only the commit's own Fixes: count, fenced as any.
 				comp.OwnOnly = true
