@@ -329,6 +329,8 @@ func (s *Server) routes() *mux.Router {
 		api.HandleFunc(rp+"/issues/{id}/lease", s.h(s.apiAcquire)).Methods("PUT")
 		api.HandleFunc(rp+"/issues/{id}/lease", s.h(s.apiRelease)).Methods("DELETE")
 		api.HandleFunc(rp+"/issues/{id}/labels", s.h(s.apiSetLabels)).Methods("PUT")
+		api.HandleFunc(rp+"/issues/{id}/links", s.h(s.apiLink)).Methods("POST")
+		api.HandleFunc(rp+"/issues/{id}/links", s.h(s.apiUnlink)).Methods("DELETE")
 		api.HandleFunc(rp+"/leases/next", s.h(s.apiNextLease)).Methods("POST")
 		api.HandleFunc(rp+"/leases", s.h(s.apiLeases)).Methods("GET")
 		api.HandleFunc(rp+"/webhooks", s.h(s.apiWebhooks)).Methods("GET")
