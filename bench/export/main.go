@@ -122,6 +122,30 @@ func run(nIssues, nComments, nPatches, runs int, keep bool) error {
 	}
 	fmt.Printf("import of that export into a fresh forge: median %s over %d runs (%d issues, %d patches, %d commits checked); import/export = %.2f\n",
 		median(imp), runs, ires.Issues, ires.Patches, ires.Checked, ratio(median(imp), median(full)))
+	if err := reimport(ctx, filepath.Join(work, "forge0"), dir, key); err != nil {
+		return err
+	}
+	// The same from a URL (file://): fetched into a scratch repository
+	// first, as from another forge.
+	{
+		root := forge.Root{Dir: filepath.Join(work, "forge-url")}
+		if err := forge.Init(ctx, root, nil); err != nil {
+			return err
+		}
+		rdb, err := root.Open(ctx)
+		if err != nil {
+			return err
+		}
+		im := &export.Importer{Root: root, DB: rdb}
+		t := time.Now()
+		_, err = im.Import(ctx, export.Import{Repo: repo, From: "file://" + dir, Keys: []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}, Binary: "/bin/true"})
+		d := time.Since(t)
+		rdb.Close()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("import from file:// (fetched first): %s; import/export = %.2f\n", d.Round(time.Millisecond), ratio(d, median(full)))
+	}
 
 	// Stock git writing the same objects and refs, unsigned.
 	stream := filepath.Join(work, "stream.fi")
@@ -203,6 +227,28 @@ func run(nIssues, nComments, nPatches, runs int, keep bool) error {
 		return err
 	}
 	fmt.Printf("repository size: %s before git gc, %s after (gc took %s)\n", mb(size), mb(after), gcTime)
+	return nil
+}
+
+// reimport imports the export again into the forge at root, which has it
+// all already: it must write nothing.
+func reimport(ctx context.Context, root, dir string, key ed25519.PrivateKey) error {
+	r := forge.Root{Dir: root}
+	db, err := r.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	im := &export.Importer{Root: r, DB: db}
+	t := time.Now()
+	res, err := im.Import(ctx, export.Import{Repo: repo, From: dir, Keys: []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}, Binary: "/bin/true"})
+	if err != nil {
+		return err
+	}
+	if res.Issues+res.Patches != 0 {
+		return fmt.Errorf("a second import wrote %d records", res.Issues+res.Patches)
+	}
+	fmt.Printf("import again (nothing written, %d records compared): %s\n", res.Unchanged, since(t))
 	return nil
 }
 
