@@ -49,7 +49,7 @@ func (s *Server) apiUnlink(w http.ResponseWriter, r *http.Request) error {
 	}
 	other := r.URL.Query().Get("other")
 	if other == "" {
-		return fault.New(fault.Usage, "give ?other=REPO%23ID: the linked issue")
+		return fault.New(fault.Usage, "give ?other=REPO%%23ID: the linked issue")
 	}
 	l, err := s.ops.UnlinkIssue(r.Context(), actor(r), ops.LinkIssue{Issue: ref, Other: other, LeaseToken: token})
 	if err != nil {
