@@ -58,3 +58,24 @@ func (s *Server) apiUnlink(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, l)
 	return nil
 }
+
+// postLink is the issue page's link form (POST …/issues/ID/links): other
+// and kind link the issue; unlink=1 with other removes a link.
+func (s *Server) postLink(w http.ResponseWriter, r *http.Request) error {
+	ref, err := s.formRef(w, r)
+	if err != nil {
+		return err
+	}
+	in := ops.LinkIssue{Issue: ref, Other: r.PostFormValue("other"), Kind: r.PostFormValue("kind")}
+	var l ops.Linked
+	if r.PostFormValue("unlink") != "" {
+		l, err = s.ops.UnlinkIssue(r.Context(), actor(r), in)
+	} else {
+		l, err = s.ops.LinkIssue(r.Context(), actor(r), in)
+	}
+	if err != nil {
+		return s.refusedPost(w, r, "link", err, s.pageIssue)
+	}
+	http.Redirect(w, r, pagePath(l.Repo, "issues", l.ID)+"#links", http.StatusSeeOther)
+	return nil
+}

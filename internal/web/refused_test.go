@@ -45,6 +45,8 @@ func TestRefusedFormsKeepText(t *testing.T) {
 		{"a patch title with a control character", pp + "/edit", "patch-edit", url.Values{"edit": {"1"}, "title": {"Bell\a"}, "description": {"Kept description"}}, "Kept description</textarea>"},
 		{"a reviewer nobody is", pp + "/edit", "reviewers", url.Values{"add": {"nobody@example.com"}}, `value="nobody@example.com"`},
 		{"a review with a bad verdict", pp + "/reviews", "review", url.Values{"verdict": {"lgtm"}, "body": {"Kept review"}, "revision": {"1"}}, "Kept review</textarea>"},
+		{"a link to an issue that is not there", ip + "/links", "link", url.Values{"other": {"#dead1234"}, "kind": {"blocks"}}, `value="#dead1234"`},
+		{"a link to itself", ip + "/links", "link", url.Values{"other": {"#" + issue}}, `value="#` + issue + `"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,5 +66,36 @@ func TestRefusedFormsKeepText(t *testing.T) {
 				t.Fatalf("%d events written by a refused form", after-before)
 			}
 		})
+	}
+}
+
+// The issue page's link form links and unlinks, and both issues show it.
+func TestLinkForm(t *testing.T) {
+	f := newFixture(t)
+	u := f.srv.URL
+	a, b := f.newIssue("alice", "First"), f.newIssue("alice", "Second")
+	c := f.browser()
+	if res, _ := login(t, c, u, url.Values{"token": {f.tok["alice"]}}, nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %d", res.StatusCode)
+	}
+	_, body := get(t, c, u+"/org/demo/-/issues/"+a)
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil || !strings.Contains(body, `id="link-form"`) {
+		t.Fatalf("no link form for a writer:\n%s", body)
+	}
+	res, _ := post(t, c, u+"/org/demo/-/issues/"+a+"/links", url.Values{"csrf": {m[1]}, "other": {"#" + b}, "kind": {"blocks"}}, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("link: %d", res.StatusCode)
+	}
+	_, body = get(t, c, u+"/org/demo/-/issues/"+b)
+	if !strings.Contains(body, `blocked by <span class="state open">open</span>`) || !strings.Contains(body, `id="unlink-`+a+`"`) {
+		t.Fatalf("the other issue does not show the link:\n%s", body)
+	}
+	res, _ = post(t, c, u+"/org/demo/-/issues/"+b+"/links", url.Values{"csrf": {m[1]}, "other": {"org/demo#" + a}, "unlink": {"1"}}, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("unlink: %d", res.StatusCode)
+	}
+	if _, body = get(t, c, u+"/org/demo/-/issues/"+a); strings.Contains(body, `id="links"`) {
+		t.Fatalf("the link outlived its unlink:\n%s", body)
 	}
 }

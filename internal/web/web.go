@@ -367,6 +367,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(pr+"/issues/{id}/edit", s.h(s.postIssueEdit)).Methods("POST")
 	r.HandleFunc(pr+"/patches/{id}/edit", s.h(s.postPatchEdit)).Methods("POST")
 	r.HandleFunc(pr+"/issues/{id}/labels", s.h(s.postLabels)).Methods("POST")
+	r.HandleFunc(pr+"/issues/{id}/links", s.h(s.postLink)).Methods("POST")
 	r.HandleFunc(pr+"/patches", s.h(s.pagePatches)).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}", s.h(s.costly(s.pagePatch))).Methods("GET", "HEAD")
 	r.HandleFunc(pr+"/patches/{id}/reviews", s.h(s.postReview)).Methods("POST")
