@@ -465,49 +465,11 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 		if !s.tip {
 			which = "commit " + commit[:12] + ": "
 		}
-		switch p.State {
-		case patches.Merged:
-			return res, nil, fault.New(fault.Conflict, "%spatch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", which, id)
-		case patches.Closed:
-			return res, nil, fault.New(fault.Conflict, "%spatch %s is closed; reopen it with 'patch reopen' first", which, id)
-		}
-		u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
-		if p.Base != branch {
-			// Votes belong to the base they were cast for: moving a
-			// patch is said out loud, and starts its votes again.
-			if !opts.BaseMove {
-				return res, nil, fault.New(fault.Conflict, "patch %s targets %s, not %s: push it to refs/for/%s, or add -o base=move to move it to %s as a new revision (its approvals and checks start from zero); to backport it, push a commit without its Patch: trailer", id, p.Base, branch, p.Base, branch)
-			}
-			u.Base = &branch
-			p.Base = branch
-			res.retargeted = true
-		}
-		// An edit of nothing only touches updated_at, which a new
-		// revision touches as well: it waits for AddRevisionOf's answer.
-		if touchOnly = u == (patches.Update{}); !touchOnly {
-			if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
-				return res, nil, err
-			}
+		if touchOnly, res.retargeted, err = e.editPatch(ctx, tx, &p, which, branch, opts, now); err != nil {
+			return res, nil, err
 		}
 	} else {
-		n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
-		if opts.Title != nil {
-			n.Title = *opts.Title
-		}
-		if opts.Description != nil {
-			n.Description = *opts.Description
-		}
-		if opts.Topic != nil {
-			n.Topic = *opts.Topic
-		}
-		if opts.Draft != nil {
-			n.Draft = *opts.Draft
-		}
-		if n.Title == "" {
-			n.Title = "(no subject)"
-		}
-		n.Titled = opts.Title != nil || opts.Description != nil
-		if p, err = patches.Create(ctx, tx, n, now); err != nil {
+		if p, err = e.createPatch(ctx, tx, id, msg, branch, opts, now); err != nil {
 			return res, nil, err
 		}
 		res.created = true
@@ -561,25 +523,88 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 		res.oldHead = commit
 		return res, revs, nil
 	}
-	// As on Gerrit, the patch reads as its latest commit message, unless
-	// someone set its title or description; an amend that kept the
-	// message (the common case) writes nothing more.
-	title, body := Subject(msg), Body(msg)
-	if title == "" {
-		title = "(no subject)"
-	}
-	if exists && opts.Title == nil && opts.Description == nil && !p.Titled && (title != p.Title || body != p.Description) {
-		u := patches.Update{Title: &title, Description: &body, FromCommit: true}
-		if err := patches.Edit(ctx, tx, e.Repo, id, u, now); err != nil {
+	if exists && opts.Title == nil && opts.Description == nil {
+		if err := e.followMessage(ctx, tx, &res.patch, msg, now); err != nil {
 			return res, nil, err
 		}
-		res.patch.Title, res.patch.Description = title, body
 	}
 	if len(revs) > 0 {
 		prev := revs[len(revs)-1]
 		res.prev = &prev
 	}
 	return res, append(revs, rev), nil
+}
+
+// editPatch applies a push's options to existing patch p (which names the
+// commit below a stack's tip in refusals): refused when p is merged or
+// closed, or targets another branch and the push does not move it there
+// (-o base=move: retargeted). touchOnly says the options changed nothing,
+// so only updated_at waits to be touched, which a new revision does too.
+func (e *Env) editPatch(ctx context.Context, tx *sql.Tx, p *patches.Patch, which, branch string, opts Options, now time.Time) (touchOnly, retargeted bool, err error) {
+	switch p.State {
+	case patches.Merged:
+		return false, false, fault.New(fault.Conflict, "%spatch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", which, p.ID)
+	case patches.Closed:
+		return false, false, fault.New(fault.Conflict, "%spatch %s is closed; reopen it with 'patch reopen' first", which, p.ID)
+	}
+	u := patches.Update{Title: opts.Title, Description: opts.Description, Topic: opts.Topic, Draft: opts.Draft}
+	if p.Base != branch {
+		// Votes belong to the base they were cast for: moving a patch is
+		// said out loud, and starts its votes again.
+		if !opts.BaseMove {
+			return false, false, fault.New(fault.Conflict, "patch %s targets %s, not %s: push it to refs/for/%s, or add -o base=move to move it to %s as a new revision (its approvals and checks start from zero); to backport it, push a commit without its Patch: trailer", p.ID, p.Base, branch, p.Base, branch)
+		}
+		u.Base = &branch
+		p.Base = branch
+		retargeted = true
+	}
+	if u == (patches.Update{}) {
+		return true, retargeted, nil
+	}
+	return false, retargeted, patches.Edit(ctx, tx, e.Repo, p.ID, u, now)
+}
+
+// createPatch records patch id for branch, titled by its commit's
+// message msg unless the push's options say otherwise.
+func (e *Env) createPatch(ctx context.Context, tx *sql.Tx, id, msg, branch string, opts Options, now time.Time) (patches.Patch, error) {
+	n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
+	if opts.Title != nil {
+		n.Title = *opts.Title
+	}
+	if opts.Description != nil {
+		n.Description = *opts.Description
+	}
+	if opts.Topic != nil {
+		n.Topic = *opts.Topic
+	}
+	if opts.Draft != nil {
+		n.Draft = *opts.Draft
+	}
+	if n.Title == "" {
+		n.Title = "(no subject)"
+	}
+	n.Titled = opts.Title != nil || opts.Description != nil
+	return patches.Create(ctx, tx, n, now)
+}
+
+// followMessage retitles p from its new revision's commit message msg: as
+// on Gerrit, a patch reads as its latest commit message unless someone
+// set its title or description; an amend that kept the message (the
+// common case) writes nothing.
+func (e *Env) followMessage(ctx context.Context, tx *sql.Tx, p *patches.Patch, msg string, now time.Time) error {
+	title, body := Subject(msg), Body(msg)
+	if title == "" {
+		title = "(no subject)"
+	}
+	if p.Titled || (title == p.Title && body == p.Description) {
+		return nil
+	}
+	u := patches.Update{Title: &title, Description: &body, FromCommit: true}
+	if err := patches.Edit(ctx, tx, e.Repo, p.ID, u, now); err != nil {
+		return err
+	}
+	p.Title, p.Description = title, body
+	return nil
 }
 
 // patchOf names the patch a commit revises: its Patch: trailer, else its
