@@ -33,7 +33,7 @@ type Import struct {
 	// Repo is the repository's key here.
 	Repo string
 	// From is where the export is: a git URL or a path. "" reads Repo's
-	// own refs/collab/ (a repository put in place by hand).
+	// own refs/collab/ (Repo must be a repository this forge knows).
 	From string
 	// Keys are the keys whose signatures the records must carry.
 	Keys []ed25519.PublicKey
