@@ -11,6 +11,11 @@
 // move the refs (one update-ref --stdin transaction, each ref checked
 // against the value the export started from). That is at most five
 // processes per repository however many records change.
+//
+// The record goes back the other way too: Verify checks an export's
+// signatures, Read decodes one (both asking one cat-file for a commit
+// generation or a tree level of every record at a time), and Importer
+// writes what Read found into a forge (collab-hook import).
 package export
 
 import (

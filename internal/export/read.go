@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -52,7 +51,16 @@ func Read(ctx context.Context, gitDir string, keys []ed25519.PublicKey) (Records
 	if err != nil {
 		return out, Report{}, err
 	}
-	rep, err := verify(ctx, g, tips, keys, false)
+	if len(tips) == 0 {
+		return out, Report{Problems: []string{}}, nil
+	}
+	// One cat-file answers both the check and the reading.
+	cat, err := g.catFile(ctx)
+	if err != nil {
+		return out, Report{}, err
+	}
+	defer cat.close()
+	rep, err := verify(cat, tips, keys, false)
 	if err != nil {
 		return out, rep, err
 	}
@@ -61,14 +69,6 @@ func Read(ctx context.Context, gitDir string, keys []ed25519.PublicKey) (Records
 		refs = append(refs, r)
 	}
 	sort.Strings(refs)
-	if len(refs) == 0 {
-		return out, rep, nil
-	}
-	cat, err := g.catFile(ctx)
-	if err != nil {
-		return out, rep, err
-	}
-	defer cat.close()
 	roots := make([]string, len(refs))
 	for i, ref := range refs {
 		roots[i] = tips[ref].tree
@@ -134,20 +134,17 @@ func readTrees(cat *catFile, roots []string) ([][]file, error) {
 			if objs[i].typ != "tree" {
 				return nil, fmt.Errorf("%s is a %s, not a tree", e.oid, objs[i].typ)
 			}
-			raw := objs[i].data
-			for len(raw) > 0 {
-				sp := bytes.IndexByte(raw, ' ')
-				nul := bytes.IndexByte(raw, 0)
-				if sp < 0 || nul < sp || len(raw) < nul+21 {
-					return nil, fmt.Errorf("tree %s is malformed", e.oid)
-				}
-				c := entry{root: e.root, path: path.Join(e.path, string(raw[sp+1:nul])), oid: hex.EncodeToString(raw[nul+1 : nul+21])}
-				if string(raw[:sp]) == "40000" {
+			ok := eachEntry(objs[i].data, func(mode, name, oid string) bool {
+				c := entry{root: e.root, path: path.Join(e.path, name), oid: oid}
+				if mode == "40000" {
 					next = append(next, c)
 				} else {
 					blobs = append(blobs, c)
 				}
-				raw = raw[nul+21:]
+				return true
+			})
+			if !ok {
+				return nil, fmt.Errorf("tree %s is malformed", e.oid)
 			}
 		}
 		level = next

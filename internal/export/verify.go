@@ -36,10 +36,15 @@ func (r Report) OK() bool { return len(r.Problems) == 0 }
 func Verify(ctx context.Context, gitDir string, pub ed25519.PublicKey) (Report, error) {
 	g := gitCmd{dir: gitDir}
 	tips, err := g.records(ctx)
+	if err != nil || len(tips) == 0 {
+		return Report{Problems: []string{}}, err
+	}
+	cat, err := g.catFile(ctx)
 	if err != nil {
 		return Report{Problems: []string{}}, err
 	}
-	return verify(ctx, g, tips, []ed25519.PublicKey{pub}, true)
+	defer cat.close()
+	return verify(cat, tips, []ed25519.PublicKey{pub}, true)
 }
 
 // verify is Verify of the record refs tips, where a commit signed by any
@@ -47,7 +52,7 @@ func Verify(ctx context.Context, gitDir string, pub ed25519.PublicKey) (Report, 
 // file names its ref's record. Objects are asked for a generation at a
 // time (every ref's next commit in one pipelined batch), not one by one:
 // 11 000 records are 11 000 round trips to git otherwise.
-func verify(ctx context.Context, g gitCmd, tips map[string]tip, keys []ed25519.PublicKey, content bool) (Report, error) {
+func verify(cat *catFile, tips map[string]tip, keys []ed25519.PublicKey, content bool) (Report, error) {
 	rep := Report{Problems: []string{}}
 	refs := make([]string, 0, len(tips))
 	for r := range tips {
@@ -55,14 +60,6 @@ func verify(ctx context.Context, g gitCmd, tips map[string]tip, keys []ed25519.P
 	}
 	sort.Strings(refs)
 	rep.Refs = len(refs)
-	if len(refs) == 0 {
-		return rep, nil
-	}
-	cat, err := g.catFile(ctx)
-	if err != nil {
-		return rep, err
-	}
-	defer cat.close()
 	bad := func(ref, problem string) { rep.Problems = append(rep.Problems, ref+": "+problem) }
 	type checked struct{ problem, parent string }
 	done := map[string]checked{}
@@ -210,18 +207,33 @@ func recordOf(ref string) (id, file string) {
 
 // treeEntry returns the oid of entry name in a raw tree, or "".
 func treeEntry(raw []byte, name string) string {
+	oid := ""
+	eachEntry(raw, func(_, n, o string) bool {
+		if n == name {
+			oid = o
+			return false
+		}
+		return true
+	})
+	return oid
+}
+
+// eachEntry calls fn with the mode, name and oid of each entry of a raw
+// tree until fn returns false; it reports whether the tree was well
+// formed as far as it read.
+func eachEntry(raw []byte, fn func(mode, name, oid string) bool) bool {
 	for len(raw) > 0 {
 		sp := bytes.IndexByte(raw, ' ')
 		nul := bytes.IndexByte(raw, 0)
 		if sp < 0 || nul < sp || len(raw) < nul+21 {
-			return ""
+			return false
 		}
-		if string(raw[sp+1:nul]) == name {
-			return hex.EncodeToString(raw[nul+1 : nul+21])
+		if !fn(string(raw[:sp]), string(raw[sp+1:nul]), hex.EncodeToString(raw[nul+1:nul+21])) {
+			return true
 		}
 		raw = raw[nul+21:]
 	}
-	return ""
+	return true
 }
 
 // catFile is one git cat-file --batch process, asked for batches of
