@@ -33,6 +33,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/submit"
@@ -171,8 +172,9 @@ func run(nFiles, nCommits, runs int) error {
 	if err != nil {
 		return err
 	}
-	gate := &submit.Gate{DB: db, Root: root, Now: now,
-		PatchURL: func(repo, id string) string { return "https://forge.example/bench/-/patches/" + id }}
+	gate := &submit.Gate{DB: db, Root: root,
+		PatchURL: func(repo, id string) string { return "https://forge.example/bench/-/patches/" + id },
+		Record:   (&ops.Service{DB: db, Root: root, Now: now}).RecordSubmitted}
 
 	n := 0
 	// commitOn makes a commit on the clone's HEAD changing one file and

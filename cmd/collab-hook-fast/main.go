@@ -4,7 +4,7 @@
 // push whose serve hand-off covers it (hookenv.Handoff.Stamped: write
 // access, push limits and branch rules, read by serve moments before;
 // where it passes, serve gets the updates to start what proc-receive and
-// the merge scan read early, push.Prefetch), and proc-receive and
+// the merge scan read early, ops.Prefetch), and proc-receive and
 // post-receive of a push through serve, which it hands to that serve
 // (internal/relay). It links no SQLite driver and no
 // command-line framework, so it starts in about the time of an empty Go

@@ -23,7 +23,7 @@ import (
 	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/journal"
-	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
 	"github.com/collab-forge/collab/internal/webhook"
@@ -121,7 +121,7 @@ func serve(c *cli.Context) error {
 	go func() { defer bg.Done(); background(bctx, root, db, log); <-bctx.Done() }()
 	// The push sweeper: merge scans and refs that killed hooks missed
 	// (it writes: not on a read-only root, see background).
-	sw := &push.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
+	sw := &ops.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
 	go func() {
 		defer bg.Done()
 		if !db.ReadOnly() {

@@ -30,8 +30,8 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
+	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
@@ -147,7 +147,7 @@ func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m 
 			if err != nil {
 				return nil, err
 			}
-			u, err := push.LockRefs(ctx, src)
+			u, err := patches.LockRefs(ctx, src)
 			if err != nil {
 				return nil, fmt.Errorf("lock the refs of %s: %w", reponame.Display(r.Name), err)
 			}

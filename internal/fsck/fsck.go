@@ -47,8 +47,8 @@ import (
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookdir"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
@@ -331,7 +331,7 @@ func (s *refState) update(u git.RefUpdate) { s.fixes = append(s.fixes, u) }
 // keeping or deleting the refs it does not know (see the package comment).
 func (c *Checker) refs(ctx context.Context, name, key string, g git.Repo) error {
 	// Pushes may go on: their refs are ordered by the refs lock.
-	unlock, err := push.LockRefs(ctx, g.Dir)
+	unlock, err := patches.LockRefs(ctx, g.Dir)
 	if errors.Is(err, syscall.EROFS) && c.DryRun {
 		// A read-only root takes no push, and a dry run writes nothing:
 		// no lock is needed, and none can be made.
@@ -476,7 +476,7 @@ func (c *Checker) load(ctx context.Context, s *refState) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read revisions: %w", err)
 	}
-	tips, err := s.g.Refs(ctx, push.HeadsPrefix, "refs/tags/")
+	tips, err := s.g.Refs(ctx, ops.HeadsPrefix, "refs/tags/")
 	if err != nil {
 		return err
 	}
@@ -504,7 +504,7 @@ func (c *Checker) adoptAll(ctx context.Context, s *refState, id string, oids []s
 		}
 		p = patches.Patch{ID: id, State: patches.Open, Base: s.g.DefaultBranch(ctx)}
 	}
-	baseTip, hasBase, err := s.g.ResolveRef(ctx, push.HeadsPrefix+p.Base)
+	baseTip, hasBase, err := s.g.ResolveRef(ctx, ops.HeadsPrefix+p.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +628,7 @@ func (c *Checker) qualifies(ctx context.Context, s *refState, id, oid, baseTip s
 			return false, "the commit is on the target branch", nil
 		}
 	}
-	named := push.TrailerIDs(cs[0])
+	named := ops.TrailerIDs(cs[0])
 	for _, t := range named {
 		if t == id {
 			return true, "", nil
@@ -669,7 +669,7 @@ func (c *Checker) record(ctx context.Context, s *refState, p patches.Patch, exis
 	if !exists {
 		cs, err := s.g.Commits(ctx, adopt[len(adopt)-1].oid)
 		if err == nil && len(cs) == 1 {
-			title, desc = push.Subject(string(cs[0].Message)), push.Body(string(cs[0].Message))
+			title, desc = ops.Subject(string(cs[0].Message)), ops.Body(string(cs[0].Message))
 		}
 		if title == "" {
 			title = "(recovered patch)"
@@ -731,15 +731,15 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 	if err != nil || len(bases) == 0 {
 		return err
 	}
-	branches, err := g.Refs(ctx, push.HeadsPrefix)
+	branches, err := g.Refs(ctx, ops.HeadsPrefix)
 	if err != nil {
 		return err
 	}
-	scanned, err := push.BranchScans(ctx, c.DB.R(), key)
+	scanned, err := patches.BranchScans(ctx, c.DB.R(), key)
 	if err != nil {
 		return err
 	}
-	e := &push.Env{Root: c.Root, DB: c.DB, Repo: key, Git: g, Principal: access.Unknown, URL: c.URL,
+	e := &ops.Push{Root: c.Root, DB: c.DB, Repo: key, Git: g, Principal: access.Unknown, URL: c.URL,
 		Stderr: io.Discard, Log: c.Log, Now: c.Now}
 	var names []string
 	for b := range bases {
@@ -747,7 +747,7 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 	}
 	sort.Strings(names)
 	for _, b := range names {
-		tip, ok := branches[push.HeadsPrefix+b]
+		tip, ok := branches[ops.HeadsPrefix+b]
 		if !ok {
 			continue
 		}
@@ -755,7 +755,7 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 		if !c.DryRun {
 			// Moves the reflog names (a push, a submit) are credited to
 			// their movers before the whole history is scanned.
-			made, err := push.MakeUp(ctx, e, b, from, tip)
+			made, err := e.MakeUp(ctx, b, from, tip)
 			if err != nil {
 				return err
 			}
@@ -763,12 +763,12 @@ func (c *Checker) mergeScan(ctx context.Context, name, key string, g git.Repo) e
 				c.problem(true, "%s: patch %s had reached %s as %s unrecorded; merge recorded (by %s)", name, m.PatchID, b, m.Commit, m.By)
 			}
 			if len(made) > 0 || from != tip {
-				if now, err := push.BranchScans(ctx, c.DB.R(), key); err == nil {
+				if now, err := patches.BranchScans(ctx, c.DB.R(), key); err == nil {
 					from = now[b]
 				}
 			}
 		}
-		merged, err := e.Scan(ctx, push.ScanRange{Branch: b, Revs: []string{tip}, By: access.Unknown,
+		merged, err := e.Scan(ctx, ops.ScanRange{Branch: b, Revs: []string{tip}, By: access.Unknown,
 			From: from, Done: tip, DryRun: c.DryRun}, 0)
 		if err != nil {
 			return err

@@ -208,7 +208,7 @@ const UnmergedOffVar = "COLLAB_UNMERGED_PROOF"
 // scan follows that the push moves is moved from where its last scan
 // ended, by commits new to the repository that name none of the
 // branches' open patches (Unmerged). Those moves are unmerged, for serve
-// to record as scanned (push.Skips). Without a gate it is false.
+// to record as scanned (ops.Skips). Without a gate it is false.
 func (h Handoff) PostReceiveIdle(updates []pushcheck.Update, read CommitReader) (idle bool, unmerged []pushcheck.Update) {
 	if h.Scanned == nil {
 		return false, nil
@@ -236,10 +236,10 @@ type Passed struct {
 	// Skipped: the gate is shut, and git skips post-receive.
 	Skipped bool
 	// Unmerged are the followed branches' moves that merge nothing, to
-	// be recorded as scanned once their refs have moved (push.Skips).
+	// be recorded as scanned once their refs have moved (ops.Skips).
 	Unmerged []pushcheck.Update
 	// Prefetch: post-receive or proc-receive will run, and serve may
-	// start their reads (push.Prefetch).
+	// start their reads (ops.Prefetch).
 	Prefetch bool
 	// ShutErr is a gate that would not shut: post-receive then runs, and
 	// scans.

@@ -34,7 +34,7 @@ import (
 	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/hookrun"
-	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
@@ -62,13 +62,13 @@ type Host struct {
 type Push struct {
 	child    *os.File
 	srv      *relay.Server
-	prefetch *push.Prefetch
+	prefetch *ops.Prefetch
 	direct   *Direct
 	hooksDir string
 	// scanned is the hand-off of the branches post-receive scans (the
 	// gate's facts); skips are the moves pre-receive found unmerged.
 	scanned []string
-	skips   *push.Skips
+	skips   *ops.Skips
 	record  func()
 }
 
@@ -111,7 +111,7 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 	if err != nil {
 		return nil, err
 	}
-	p := &Push{child: child, srv: srv, prefetch: push.NewPrefetch(context.WithoutCancel(ctx))}
+	p := &Push{child: child, srv: srv, prefetch: ops.NewPrefetch(context.WithoutCancel(ctx))}
 	if mode != "shims" {
 		p.direct, p.hooksDir = OpenDirect(h.Root.Dir, dir, h.Binary, h.Via, h.Log), hookdir.Dir(h.Root.Dir)
 	}
@@ -119,11 +119,11 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 		// Which branches post-receive scans, for pre-receive to shut the
 		// gate where the push gives it nothing to do; without them the
 		// gate stays open and post-receive runs.
-		if following, err := push.ReadFollowing(ctx, h.DB.R(), key); err != nil {
+		if following, err := (&ops.Service{DB: h.DB}).Following(ctx, key); err != nil {
 			h.Log.WarnContext(ctx, "hooks", "REPO", key, "error", err.Error())
 		} else {
 			p.scanned = hookenv.ScannedEnv(following.Branches)
-			p.skips = push.NewSkips(following)
+			p.skips = ops.NewSkips(following)
 		}
 	}
 	log := h.Log.With("RELAYED", true)
@@ -153,7 +153,7 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 		p.record = func() {
 			// The moves whose post-receive pre-receive skipped are
 			// scanned as far as they went, now that their refs moved.
-			p.skips.Record(context.WithoutCancel(ctx), &push.Env{Root: h.Root, DB: h.DB, Repo: key, Principal: principal, Log: h.Log, Now: time.Now})
+			p.skips.Record(context.WithoutCancel(ctx), &ops.Push{Root: h.Root, DB: h.DB, Repo: key, Principal: principal, Log: h.Log, Now: time.Now})
 		}
 	}
 	return p, nil

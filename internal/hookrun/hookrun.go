@@ -22,7 +22,6 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/ops"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/relay"
@@ -60,10 +59,10 @@ type Hook struct {
 	// Prefetch, when set, is the push's (serve's): relay.Prefetch starts
 	// the hooks' git reads in it, and proc-receive and post-receive take
 	// them.
-	Prefetch *push.Prefetch
+	Prefetch *ops.Prefetch
 	// Skips, when set, is the push's (serve's): relay.Unmerged adds to
 	// it the moves pre-receive found unmerged.
-	Skips *push.Skips
+	Skips *ops.Skips
 	// Gate, when set, shuts the push's post-receive gate (serve's): a
 	// pre-receive that passed shuts it where post-receive would find
 	// nothing to do, adds the moves it found unmerged to Skips, and starts
@@ -121,7 +120,7 @@ func Run(ctx context.Context, h Hook) int {
 	if h.Repo != "" && key != h.Repo {
 		return fail(fault.New(fault.Denied, "hook of %s relayed by the push to %s", key, h.Repo))
 	}
-	var us []push.Update
+	var us []ops.Update
 	if h.Name != "proc-receive" {
 		if us, err = pushcheck.ReadUpdates(h.Stdin); err != nil {
 			return fail(err)
@@ -141,7 +140,7 @@ func Run(ctx context.Context, h Hook) int {
 // pushEnv is what the push's use cases need for one hook run: the
 // repository, who pushes, what serve checked and handed off, and the
 // database where the hand-off lacks something (closeDB closes it).
-func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, key, dir string, us []push.Update) (e *push.Env, closeDB func(), err error) {
+func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, key, dir string, us []ops.Update) (e *ops.Push, closeDB func(), err error) {
 	// Where serve has just checked write access and handed off the push
 	// limits and branch rules (collab-hook-fast decides such a push
 	// itself where it is installed), or the push is local (the
@@ -156,7 +155,7 @@ func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(stri
 	if h.Environ != nil {
 		g = git.InHookEnv(dir, h.Environ)
 	}
-	e = &push.Env{
+	e = &ops.Push{
 		Root: h.Root, Repo: key, Git: g, DB: h.DB,
 		Principal: hand.Principal, WriteChecked: checked, URL: h.URL,
 		Stderr: h.Stderr, Log: h.Log, Now: time.Now, Limits: hand.Limits,
@@ -174,7 +173,7 @@ func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(stri
 		closeDB = func() { e.DB.Close() }
 	}
 	if h.Name == "pre-receive" && h.Gate != nil {
-		e.Passed = func(us []push.Update) []any {
+		e.Passed = func(us []ops.Update) []any {
 			return passed(ctx, h, hand, getenv, e, us)
 		}
 	}
@@ -187,24 +186,24 @@ func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(stri
 }
 
 // dispatch runs hook h's use case on e and returns its exit code.
-func dispatch(ctx context.Context, h Hook, hand hookenv.Handoff, e *push.Env, dir string, us []push.Update, fail func(error) int) int {
+func dispatch(ctx context.Context, h Hook, hand hookenv.Handoff, e *ops.Push, dir string, us []ops.Update, fail func(error) int) int {
 	switch h.Name {
 	case "pre-receive":
-		if err := push.PreReceive(ctx, e, us, e.Options); err != nil {
+		if err := e.PreReceive(ctx, us, e.Options); err != nil {
 			// PreReceive logged it with the refs.
 			fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 			return 1
 		}
 	case "proc-receive":
-		if err := push.ProcReceive(ctx, e, h.Stdin, h.Stdout); err != nil {
+		if err := procReceive(ctx, h.Stdin, h.Stdout, e.ProcReceive); err != nil {
 			return fail(err)
 		}
 	case "post-receive":
-		budget := push.ForegroundBudget
+		budget := ops.ForegroundBudget
 		if hand.MergeScanBudget > 0 {
 			budget = hand.MergeScanBudget
 		}
-		deferred, err := push.PostReceive(ctx, e, us, budget)
+		deferred, err := e.PostReceive(ctx, us, budget)
 		if len(deferred) > 0 {
 			if berr := background(h.Root, dir, h.URL, h.Environ, deferred); berr != nil {
 				h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", e.Repo, "OUTCOME", "error", "error", berr.Error())
@@ -222,7 +221,7 @@ func dispatch(ctx context.Context, h Hook, hand hookenv.Handoff, e *push.Env, di
 		// A detached run for updates too big to scan while the pusher
 		// waits: nobody reads its output; it logs.
 		e.Stderr = io.Discard
-		if _, err := push.PostReceive(ctx, e, us, 0); err != nil {
+		if _, err := e.PostReceive(ctx, us, 0); err != nil {
 			h.Log.Error("merge scan", "PRINCIPAL", e.Principal, "REPO", e.Repo, "OUTCOME", "error", "error", err.Error())
 			return 1
 		}
@@ -234,7 +233,7 @@ func dispatch(ctx context.Context, h Hook, hand hookenv.Handoff, e *push.Env, di
 // (hookenv.Handoff.Pass): say on the hook's entry that the gate is shut,
 // hand the moves that merge nothing to Skips, start the reads the later
 // hooks take.
-func passed(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, e *push.Env, us []push.Update) (attrs []any) {
+func passed(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, e *ops.Push, us []ops.Update) (attrs []any) {
 	p := hand.Pass(us, getenv, h.Gate)
 	if p.ShutErr != nil {
 		h.Log.Warn("post-receive gate", "PRINCIPAL", hand.Principal, "REPO", e.Repo, "error", p.ShutErr.Error())
@@ -256,7 +255,7 @@ func passed(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(strin
 // pusher) need not wait for it; the update lines go in through a pipe.
 // environ is the hook's (nil: this process's): the hand-off names the
 // pusher to credit.
-func background(root forge.Root, dir, url string, environ []string, updates []push.Update) error {
+func background(root forge.Root, dir, url string, environ []string, updates []ops.Update) error {
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own path: %w", err)
@@ -272,7 +271,7 @@ func background(root forge.Root, dir, url string, environ []string, updates []pu
 // lines to its stdin. It writes after the start: lines past a pipe's
 // buffer (64 KiB, some 650 updates) written before it would wait for a
 // reader that did not exist yet, and hang the hook.
-func detach(bin string, args []string, dir string, environ []string, updates []push.Update) error {
+func detach(bin string, args []string, dir string, environ []string, updates []ops.Update) error {
 	lines := pushcheck.FormatUpdates(updates)
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
-	"github.com/collab-forge/collab/internal/push"
+	"github.com/collab-forge/collab/internal/ops"
 )
 
 // Run's answers that need no database: the root here has none, so a hook
@@ -66,10 +66,10 @@ func TestDetachFeedsAllUpdates(t *testing.T) {
 	if err := os.WriteFile(scan, []byte("#!/bin/sh\ncat > \"$OUT.tmp\" && mv \"$OUT.tmp\" \"$OUT\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var us []push.Update
+	var us []ops.Update
 	var want strings.Builder
 	for i := 0; i < 5000; i++ { // about 500 KB
-		u := push.Update{Old: strings.Repeat("1", 40), New: strings.Repeat("2", 40), Ref: fmt.Sprintf("refs/heads/b%d", i)}
+		u := ops.Update{Old: strings.Repeat("1", 40), New: strings.Repeat("2", 40), Ref: fmt.Sprintf("refs/heads/b%d", i)}
 		us = append(us, u)
 		fmt.Fprintf(&want, "%s %s %s\n", u.Old, u.New, u.Ref)
 	}

@@ -6,6 +6,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/collab-forge/collab/internal/access"
@@ -21,7 +22,24 @@ import (
 
 // gate is the submit machinery on this forge.
 func (s *Service) gate() *submit.Gate {
-	return &submit.Gate{DB: s.DB, Root: s.Root, Now: s.now, Log: s.Log, PatchURL: s.patchURL, AfterMove: afterMove()}
+	return &submit.Gate{DB: s.DB, Root: s.Root, Log: s.Log, PatchURL: s.patchURL, AfterMove: afterMove(),
+		Record: s.RecordSubmitted}
+}
+
+// RecordSubmitted records a submit's move as the merge scan of a push
+// records it (Push.RecordSubmitted).
+func (s *Service) RecordSubmitted(ctx context.Context, m submit.Moved) (map[string][]string, error) {
+	e := &Push{Root: s.Root, DB: s.DB, Repo: m.Repo, Git: m.Git, Principal: m.Submitter,
+		Stderr: io.Discard, Log: s.Log, Now: s.now, Tokens: m.Tokens}
+	merged, err := e.RecordSubmitted(ctx, m.Branch, m.Old, m.New, m.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	closed := map[string][]string{}
+	for _, g := range merged {
+		closed[g.PatchID] = append(closed[g.PatchID], g.Closed...)
+	}
+	return closed, nil
 }
 
 // ProtectBranch is a branch rule to set; nil and "" fields take the

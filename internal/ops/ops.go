@@ -196,8 +196,8 @@ func (s *Service) write(ctx context.Context, who Actor, fn func(tx store.Tx) err
 // refusal (exit 6, HTTP 429 with Retry-After). The operator (access.Local:
 // admin commands, local pushes) and anonymous visitors are not counted.
 // It is the one rule for every write a principal makes: write applies it
-// to each use case, and the hooks hand it to proc-receive, which records a
-// refs/for push's revisions below this layer (push.Env.CountWrite).
+// to each use case, and Push.CountWrite to each revision proc-receive
+// records.
 func (s *Service) CountWrite(ctx context.Context, tx store.Tx, principal string) error {
 	if principal == access.Anonymous || principal == access.Local {
 		return nil

@@ -17,7 +17,6 @@ import (
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/review"
 	"github.com/collab-forge/collab/internal/store"
@@ -498,7 +497,7 @@ func (s *Service) RecordMerge(ctx context.Context, who Actor, in Merge) (PatchCh
 	if err != nil || len(cs) != 1 {
 		return PatchChange{}, patches.Merge{}, fault.Default(err, "cannot read commit "+oid)
 	}
-	content, err := push.ContentOf(ctx, repo, s.DB.R(), t.key, t.id, oid, cs[0].Parents)
+	content, err := ContentOf(ctx, repo, s.DB.R(), t.key, t.id, oid, cs[0].Parents)
 	if err != nil {
 		return PatchChange{}, patches.Merge{}, err
 	}

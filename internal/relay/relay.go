@@ -34,14 +34,14 @@ const ChildFD = 3
 
 // Prefetch is the request a pre-receive that passed sends (Tell): its
 // update lines on stdin, for serve to start what the later hooks read
-// while git goes on (push.Prefetch). Serve handles it before the next
+// while git goes on (ops.Prefetch). Serve handles it before the next
 // request.
 const Prefetch = "prefetch"
 
 // Unmerged is the request a pre-receive that shut the post-receive gate
 // sends (Tell) for the moves of followed branches it found unmerged
 // (hookenv.Unmerged): their update lines on stdin, for serve to record
-// them as scanned once git is done (push.Skips).
+// them as scanned once git is done (ops.Skips).
 const Unmerged = "unmerged"
 
 // Served reports whether hook is a request the process that started git

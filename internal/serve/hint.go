@@ -13,6 +13,7 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -67,7 +68,7 @@ func checkWriter(ctx context.Context, r *Request, key string) (*store.DB, access
 		db.Close()
 		return nil, 0, err
 	}
-	level, err := access.Require(ctx, db.R(), r.Principal, key, access.Write)
+	level, err := (&ops.Service{DB: db}).GitAccess(ctx, r.Principal, key, access.Write)
 	if err == nil {
 		// git would unpack the push before any hook could refuse it.
 		err = store.ReadOnlyNow(r.Root.DBPath())

@@ -35,7 +35,6 @@ import (
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/argv"
-	"github.com/collab-forge/collab/internal/branches"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/git"
@@ -44,8 +43,6 @@ import (
 	"github.com/collab-forge/collab/internal/hookhost"
 	"github.com/collab-forge/collab/internal/hookrun"
 	"github.com/collab-forge/collab/internal/ops"
-	"github.com/collab-forge/collab/internal/principals"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
 	"github.com/collab-forge/collab/internal/relay"
@@ -236,7 +233,7 @@ func runGit(ctx context.Context, r *Request, db *store.DB, log *slog.Logger, pro
 		return refuse(err, "command", prog)
 	}
 	log = log.With("REPO", key)
-	level, err := access.Require(ctx, db.R(), r.Principal, key, p.need)
+	level, err := (&ops.Service{DB: db}).GitAccess(ctx, r.Principal, key, p.need)
 	if err != nil {
 		return refuse(err, "command", prog, "REPO", key)
 	}
@@ -287,22 +284,14 @@ func gitArgs(words []string) []string {
 // pre-receive takes them from the hand-off, and git bounds the pack with
 // one (receive.maxInputSize, always the current setting).
 func pushLimits(ctx context.Context, db *store.DB) (pushlimit.Limits, error) {
-	settings, err := db.Settings(ctx)
-	if err != nil {
-		return pushlimit.Limits{}, fault.Wrap(err, "forge database unavailable")
-	}
-	return pushlimit.Of(settings), nil
+	return (&ops.Service{DB: db}).PushLimits(ctx)
 }
 
 // pushRules are the repository's branch rules, read beside the access
 // check so that pre-receive decides a push without opening the database
 // (hookenv.Handoff.Stamped).
 func pushRules(ctx context.Context, db *store.DB, key string) (map[string]pushcheck.Rule, error) {
-	rules, err := branches.List(ctx, db.R(), key)
-	if err != nil {
-		return nil, fault.Wrap(err, "forge database unavailable")
-	}
-	return branches.PushRules(rules), nil
+	return (&ops.Service{DB: db}).PushRules(ctx, key)
 }
 
 // withInputSize bounds the pack git receives (receive.maxInputSize);
@@ -422,7 +411,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 		return fail(err), true
 	}
 	log.InfoContext(ctx, "ssh git", "command", prog, "OUTCOME", "exec", "HOOKS", gf.hooks, "DURATION_MS", time.Since(start).Milliseconds())
-	prefetch := push.NewPrefetch(context.WithoutCancel(ctx))
+	prefetch := ops.NewPrefetch(context.WithoutCancel(ctx))
 	run := gf.hookRunner(ctx, r, db, key, pairs, prefetch, skips)
 	input := io.Reader(r.Stdin)
 	if gf.direct == nil && len(h.Rules) > 0 {
@@ -444,7 +433,7 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	if skips != nil {
 		// The moves whose post-receive pre-receive skipped are scanned
 		// as far as they went; recorded now that their refs have moved.
-		skips.Record(context.WithoutCancel(ctx), &push.Env{Root: r.Root, DB: db, Repo: key, Principal: r.Principal, Log: r.Log, Now: r.now})
+		skips.Record(context.WithoutCancel(ctx), &ops.Push{Root: r.Root, DB: db, Repo: key, Principal: r.Principal, Log: r.Log, Now: r.now})
 	}
 	if err != nil {
 		fmt.Fprintf(r.Stderr, "collab: %s\n", fault.Public(fault.Wrap(err, "cannot start git")))
@@ -532,23 +521,23 @@ func (gf *gitFiles) close() {
 // late hand-off, sealed; h gets the rules. It returns the hand-off's
 // pairs, and the skips pre-receive may record (nil: post-receive always
 // runs).
-func (gf *gitFiles) handOff(ctx context.Context, log *slog.Logger, db *store.DB, key string, h *hookenv.Handoff) ([]string, *push.Skips, error) {
+func (gf *gitFiles) handOff(ctx context.Context, log *slog.Logger, db *store.DB, key string, h *hookenv.Handoff) ([]string, *ops.Skips, error) {
 	rules, err := pushRules(ctx, db, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	h.Rules = rules
 	pairs := h.Pairs()
-	var skips *push.Skips
+	var skips *ops.Skips
 	if gf.direct != nil {
 		// Which branches post-receive scans, for pre-receive to shut the
 		// gate where the push gives it nothing to do; without them the
 		// gate stays open and post-receive runs.
-		if following, err := push.ReadFollowing(ctx, db.R(), key); err != nil {
+		if following, err := (&ops.Service{DB: db}).Following(ctx, key); err != nil {
 			log.WarnContext(ctx, "hooks", "error", err.Error())
 		} else {
 			pairs = append(pairs, hookenv.ScannedEnv(following.Branches)...)
-			skips = push.NewSkips(following)
+			skips = ops.NewSkips(following)
 		}
 	}
 	if err := gf.handoff.Seal(pairs); err != nil {
@@ -559,7 +548,7 @@ func (gf *gitFiles) handOff(ctx context.Context, log *slog.Logger, db *store.DB,
 
 // hookRunner is how serve runs a hook that git's hook process hands it
 // (over the script's pipes or the socket), with serve's database.
-func (gf *gitFiles) hookRunner(ctx context.Context, r *Request, db *store.DB, key string, pairs []string, prefetch *push.Prefetch, skips *push.Skips) func(relay.Request, *os.File, *os.File, *os.File) int {
+func (gf *gitFiles) hookRunner(ctx context.Context, r *Request, db *store.DB, key string, pairs []string, prefetch *ops.Prefetch, skips *ops.Skips) func(relay.Request, *os.File, *os.File, *os.File) int {
 	return func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relay.Served(req.Hook) {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
@@ -719,38 +708,19 @@ func gitProgram(words []string) (string, bool) {
 
 // checkPrincipal refuses a principal that no longer exists or is disabled,
 // and, where sshd names the key used, a key that is no longer the
-// principal's: authorized_keys may be stale, the database is not.
+// principal's (ops.Service.Admit).
 func checkPrincipal(ctx context.Context, db *store.DB, name, userAuth string) error {
-	p, err := principals.Get(ctx, db.R(), name)
-	if fault.KindOf(err) == fault.NotFound {
-		return fault.New(fault.Unauthenticated, "access denied: principal %s does not exist", name)
-	}
-	if err != nil {
-		return err
-	}
-	if p.Disabled {
-		return fault.New(fault.Unauthenticated, "access denied: principal %s is disabled", name)
-	}
-	if userAuth == "" {
-		return nil
-	}
-	keys, err := authKeys(userAuth)
-	if err != nil {
-		return &fault.Error{Kind: fault.Unauthenticated, Msg: "access denied: cannot read the key sshd used", Err: err}
-	}
-	if len(keys) == 0 {
-		return fault.New(fault.Unauthenticated, "access denied: not authenticated with a public key")
-	}
-	for _, k := range keys {
-		owner, err := principals.Owner(ctx, db.R(), k[0], k[1])
-		if err != nil {
-			return err
+	var keys [][2]string
+	if userAuth != "" {
+		var err error
+		if keys, err = authKeys(userAuth); err != nil {
+			return &fault.Error{Kind: fault.Unauthenticated, Msg: "access denied: cannot read the key sshd used", Err: err}
 		}
-		if owner != name {
-			return fault.New(fault.Unauthenticated, "access denied: this key no longer belongs to %s", name)
+		if len(keys) == 0 {
+			return fault.New(fault.Unauthenticated, "access denied: not authenticated with a public key")
 		}
 	}
-	return nil
+	return (&ops.Service{DB: db}).Admit(ctx, name, keys)
 }
 
 // authKeys reads sshd's ExposeAuthInfo file: one "METHOD [DETAILS]" line per
@@ -777,15 +747,13 @@ func authKeys(path string) ([][2]string, error) {
 }
 
 func verbEnv(ctx context.Context, r *Request, db *store.DB, log *slog.Logger) (*verbs.Env, error) {
-	settings, err := db.Settings(ctx)
+	url, sshURL, err := (&ops.Service{DB: db}).SiteURLs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	url := r.URL
-	if url == "" {
-		url = settings[forge.SettingURL]
+	if r.URL != "" {
+		url = r.URL
 	}
-	sshURL := settings[forge.SettingSSH]
 	now := r.Now
 	if now == nil {
 		now = time.Now

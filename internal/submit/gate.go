@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/branches"
@@ -17,7 +15,6 @@ import (
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/patches"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
 )
@@ -31,7 +28,6 @@ const MaxAttempts = 5
 type Gate struct {
 	DB   *store.DB
 	Root forge.Root
-	Now  func() time.Time
 	Log  *slog.Logger
 	// PatchURL gives a patch's page for Reviewed-on: ("" leaves it out).
 	PatchURL func(repo, id string) string
@@ -43,13 +39,23 @@ type Gate struct {
 	// merge is recorded: tests stop the process there to check that the
 	// merge scan repairs the record.
 	AfterMove func()
+	// Record records what a submit's move merged, as the merge scan of a
+	// push records it (ops.Push.RecordSubmitted), and returns the issues
+	// the merge closed by patch id. It lives above this package, beside
+	// the merge scan, which is a push's use case.
+	Record func(ctx context.Context, m Moved) (closed map[string][]string, err error)
 }
 
-func (g *Gate) now() time.Time {
-	if g.Now == nil {
-		return time.Now().UTC()
-	}
-	return g.Now().UTC()
+// Moved is one branch move a submit made, for Gate.Record.
+type Moved struct {
+	Repo      string // the repository key
+	Git       git.Repo
+	Branch    string
+	Old, New  string
+	Strategy  string
+	Submitter string
+	// Tokens are the lease tokens the submit carried, by full issue id.
+	Tokens map[string]int64
 }
 
 func (g *Gate) log() *slog.Logger {
@@ -67,9 +73,9 @@ func (g *Gate) repo(key string) (git.Repo, error) {
 	return git.Open(dir), nil
 }
 
-// facts reads what the requirements of p (read with its reviews) depend
+// Facts reads what the requirements of p (read with its reviews) depend
 // on, besides mergeable.
-func (g *Gate) facts(ctx context.Context, q store.Querier, p patches.Patch, strategy string, chained bool) (Facts, error) {
+func (g *Gate) Facts(ctx context.Context, q store.Querier, p patches.Patch, strategy string, chained bool) (Facts, error) {
 	rule, ok, err := branches.Get(ctx, q, p.Repo, p.Base)
 	if err != nil {
 		return Facts{}, err
@@ -190,7 +196,7 @@ func aliasBase(ctx context.Context, repo git.Repo, base string) (m Requirement, 
 // mergeable checked by building the result in a scratch object store.
 // p must carry its revisions and reviews (patches.Get).
 func (g *Gate) Status(ctx context.Context, q store.Querier, p patches.Patch, asked string) (Status, error) {
-	f, err := g.facts(ctx, q, p, asked, false)
+	f, err := g.Facts(ctx, q, p, asked, false)
 	if err != nil {
 		return Status{}, err
 	}
@@ -247,14 +253,14 @@ func (g *Gate) ListStatuses(ctx context.Context, q store.Querier, repo string, p
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, listStatus(f, tips))
+		out = append(out, ListStatus(f, tips))
 	}
 	return out, nil
 }
 
-// listStatus evaluates f with mergeable as a list can tell it without git:
+// ListStatus evaluates f with mergeable as a list can tell it without git:
 // from the branch tips.
-func listStatus(f Facts, tips map[string]string) Status {
+func ListStatus(f Facts, tips map[string]string) Status {
 	p := f.Patch
 	head := p.Head()
 	tip, ok := tips["refs/heads/"+p.Base]
@@ -295,7 +301,7 @@ type Submitted struct {
 // requirement holds: the result is built (Build), the branch moved by
 // compare-and-swap (recomputed and retried up to MaxAttempts when another
 // move won), and the merge recorded as the merge scan records it
-// (push.RecordSubmitted). A refusal is fault.Conflict with the
+// (Gate.Record). A refusal is fault.Conflict with the
 // requirements as the field "requirements".
 func (g *Gate) Submit(ctx context.Context, repoKey, id, asked, submitter string) (Submitted, error) {
 	return g.SubmitFenced(ctx, repoKey, id, asked, submitter, nil, false)
@@ -347,7 +353,7 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 		// refs lock, which a push holds while it records a revision, keeps
 		// a new revision out until the branch has moved (it is released
 		// before the record, whose merge scan takes it again).
-		unlock, err := push.LockRefs(ctx, repo.Dir)
+		unlock, err := patches.LockRefs(ctx, repo.Dir)
 		if err != nil {
 			return Submitted{}, fault.Wrap(err, "submit failed: cannot lock the patch refs")
 		}
@@ -367,7 +373,7 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 		if g.BeforeMove != nil {
 			g.BeforeMove(attempt)
 		}
-		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, b.commit, tip, push.SubmitReflog(st.Strategy, p.ID))
+		err = moverRepo.CompareAndSwap(ctx, "refs/heads/"+p.Base, b.commit, tip, Reflog(st.Strategy, p.ID))
 		unlock()
 		if errors.Is(err, git.ErrMoved) {
 			g.log().Info("submit", "REPO", repoKey, "PATCH", id, "PRINCIPAL", submitter, "OUTCOME", "retry", "attempt", attempt)
@@ -381,21 +387,14 @@ func (g *Gate) SubmitFenced(ctx context.Context, repoKey, id, asked, submitter s
 		if g.AfterMove != nil {
 			g.AfterMove()
 		}
-		env := &push.Env{Root: g.Root, DB: g.DB, Repo: repoKey, Git: repo, Principal: submitter,
-			Stderr: io.Discard, Log: g.Log, Now: g.now, Tokens: tokens}
-		merged, err := push.RecordSubmitted(ctx, env, p.Base, tip, b.commit, st.Strategy)
+		closedBy, err := g.Record(ctx, Moved{Repo: repoKey, Git: repo, Branch: p.Base, Old: tip, New: b.commit,
+			Strategy: st.Strategy, Submitter: submitter, Tokens: tokens})
 		if err != nil {
 			return Submitted{}, fault.Default(err, fmt.Sprintf("patch %s was merged into %s as %s, but recording it failed (the next push, the sweep or fsck records it)", p.ID, p.Base, b.commit))
 		}
-		in := map[string]bool{}
-		for _, q := range ps {
-			in[q.ID] = true
-		}
 		var closed []string
-		for _, m := range merged {
-			if in[m.PatchID] {
-				closed = append(closed, m.Closed...)
-			}
+		for _, q := range ps {
+			closed = append(closed, closedBy[q.ID]...)
 		}
 		return Submitted{Status: st, Commit: b.commit, Written: b.written, Attempts: attempt, Closed: closed}, nil
 	}
@@ -440,7 +439,7 @@ func (g *Gate) build(ctx context.Context, repo, mover git.Repo, ps []patches.Pat
 	top := ps[len(ps)-1]
 	alias, isAlias := aliasBase(ctx, repo, top.Base)
 	for _, q := range ps {
-		f, err := g.facts(ctx, g.DB.R(), q, asked, chain)
+		f, err := g.Facts(ctx, g.DB.R(), q, asked, chain)
 		if err != nil {
 			return built{}, err
 		}
@@ -492,7 +491,7 @@ func (g *Gate) stillSubmittable(ctx context.Context, before patches.Patch, asked
 	if p.Head().Commit != before.Head().Commit {
 		return false, nil
 	}
-	f, err := g.facts(ctx, g.DB.R(), p, asked, chain)
+	f, err := g.Facts(ctx, g.DB.R(), p, asked, chain)
 	if err != nil {
 		return false, err
 	}

@@ -167,7 +167,7 @@ func (env *Env) patchSubmit(c *cli.Context) error {
 		if out.Commit != commit {
 			fmt.Fprintf(w, "%s is now at %s\n", p.Base, out.Commit)
 		}
-		// As a push that merges says it (push.Env.Scan).
+		// As a push that merges says it (ops.Push.Scan).
 		for _, is := range out.Closed {
 			if u := env.issueURL(p.Repo, is); u != "" {
 				fmt.Fprintf(w, "closed issue %s: %s\n", is, u)

@@ -1,7 +1,7 @@
-package push
+package ops
 
 import (
-	"database/sql"
+	"github.com/collab-forge/collab/internal/store"
 	"reflect"
 	"strings"
 	"testing"
@@ -80,7 +80,7 @@ func TestMergeScanKinds(t *testing.T) {
 				p.Start(f.ctx, f.env, []Update{u})
 				f.env.Prefetched = p
 			}
-			deferred, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget)
+			deferred, err := f.env.PostReceive(f.ctx, []Update{u}, ForegroundBudget)
 			if err != nil || len(deferred) != 0 {
 				t.Fatalf("PostReceive: %v %v", deferred, err)
 			}
@@ -115,7 +115,7 @@ func TestMergeScanKinds(t *testing.T) {
 				t.Errorf("scanned tip %q, want %s", v, u.New)
 			}
 			// Idempotent: scanning again records nothing more.
-			if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
+			if _, err := f.env.PostReceive(f.ctx, []Update{u}, ForegroundBudget); err != nil {
 				t.Fatal(err)
 			}
 			if v := f.query("SELECT count(*) FROM events WHERE event = 'merge.recorded'"); v != "1" {
@@ -139,7 +139,7 @@ func TestMergeScanHeals(t *testing.T) {
 			f.commit("Later")
 			u := f.moveMain("dave")
 			f.env.Principal = "dave"
-			if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
+			if _, err := f.env.PostReceive(f.ctx, []Update{u}, ForegroundBudget); err != nil {
 				t.Fatal(err)
 			}
 			if v := f.query("SELECT state || '|' || merged_commit || '|' || merged_by FROM patches WHERE id = ?", pid); v != "merged|"+rev+"|"+tc.want {
@@ -203,7 +203,7 @@ func TestMergeScanOneOrSeveralBranches(t *testing.T) {
 				f.git("push", "-q", f.bare, "HEAD:refs/heads/side")
 				us = append(us, Update{Old: git.ZeroOID, New: u.New, Ref: "refs/heads/side"})
 			}
-			if _, err := PostReceive(f.ctx, f.env, us, ForegroundBudget); err != nil {
+			if _, err := f.env.PostReceive(f.ctx, us, ForegroundBudget); err != nil {
 				t.Fatal(err)
 			}
 			if v := f.query("SELECT state || '|' || merged_commit FROM patches WHERE id = ?", pid); v != "merged|"+rev {
@@ -218,7 +218,7 @@ func TestMergeScanOneOrSeveralBranches(t *testing.T) {
 			if several {
 				us = append(us, Update{Old: u.New, New: u.New, Ref: "refs/heads/side"})
 			}
-			if _, err := PostReceive(f.ctx, f.env, us, ForegroundBudget); err != nil {
+			if _, err := f.env.PostReceive(f.ctx, us, ForegroundBudget); err != nil {
 				t.Fatal(err)
 			}
 			if v := f.query("SELECT count(*) FROM branch_scans"); v != "0" {
@@ -252,7 +252,7 @@ func TestReadFollowing(t *testing.T) {
 	if after := following(hookenv.Followed{Branch: "main", Tip: tip, IDs: []string{pid}}); after.Mark <= before.Mark {
 		t.Errorf("Mark %d after a revision, %d before", after.Mark, before.Mark)
 	}
-	if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
+	if _, err := f.env.PostReceive(f.ctx, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
 		t.Fatal(err)
 	}
 	// Merged: no open patch, but progress that the next push drops.
@@ -261,7 +261,7 @@ func TestReadFollowing(t *testing.T) {
 	}
 	following(hookenv.Followed{Branch: "main", Tip: f.git("rev-parse", "HEAD")})
 	f.commit("Later")
-	if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
+	if _, err := f.env.PostReceive(f.ctx, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
 		t.Fatal(err)
 	}
 	following()
@@ -285,7 +285,7 @@ func TestSkipsRecord(t *testing.T) {
 			f.git("checkout", "-q", "main")
 		}, false, "old"},
 		{"a scan moved it first", func(f *testForge) {
-			if err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+			if err := f.db.Write(f.ctx, func(tx store.Tx) error {
 				_, err := tx.ExecContext(f.ctx, "UPDATE branch_scans SET tip = 'elsewhere'")
 				return err
 			}); err != nil {
@@ -301,7 +301,7 @@ func TestSkipsRecord(t *testing.T) {
 			f.git("checkout", "-q", "main")
 			if tc.merged {
 				f.git("merge", "-q", "--ff-only", "topic")
-				if _, err := PostReceive(f.ctx, f.env, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
+				if _, err := f.env.PostReceive(f.ctx, []Update{f.moveMain("bob")}, ForegroundBudget); err != nil {
 					t.Fatal(err)
 				}
 			}

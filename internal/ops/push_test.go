@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"math"
@@ -127,7 +127,7 @@ func TestPreReceiveLimits(t *testing.T) {
 	lim := pushlimit.Defaults()
 	lim.ForRefs, lim.Refs, lim.Options = 2, 4, 1
 	lim.RepoRefs = math.MaxInt64 // no repository here to count in
-	e := &Env{Repo: "demo.git", Principal: "alice", WriteChecked: true, Limits: &lim}
+	e := &Push{Repo: "demo.git", Principal: "alice", WriteChecked: true, Limits: &lim}
 	up := func(refs ...string) []Update {
 		var us []Update
 		for _, r := range refs {
@@ -145,7 +145,7 @@ func TestPreReceiveLimits(t *testing.T) {
 		{up("refs/heads/a", "refs/heads/b", "refs/heads/c", "refs/heads/d", "refs/heads/e"), nil, "5 refs in one push, at most 4"},
 		{up("refs/for/a"), []string{"title=T", "topic=x"}, "2 push options, at most 1"},
 	} {
-		err := PreReceive(t.Context(), e, tc.us, tc.opts)
+		err := e.PreReceive(t.Context(), tc.us, tc.opts)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.us, err)

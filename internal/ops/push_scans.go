@@ -1,8 +1,7 @@
-package push
+package ops
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,66 +9,9 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/store"
 )
-
-// BranchScans returns, per branch of repo, the tip whose history the
-// merge scan last completed (table branch_scans). A branch has a row from
-// the first revision of a patch that targets it until a push finds no open
-// patch targeting it any more.
-func BranchScans(ctx context.Context, q store.Querier, repo string) (map[string]string, error) {
-	rows, err := q.QueryContext(ctx, "SELECT branch, tip FROM branch_scans WHERE repo = ?", repo)
-	if err != nil {
-		return nil, fmt.Errorf("read merge scan progress: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var b, tip string
-		if err := rows.Scan(&b, &tip); err != nil {
-			return nil, fmt.Errorf("read merge scan progress: %w", err)
-		}
-		out[b] = tip
-	}
-	return out, rows.Err()
-}
-
-// startScans gives branch a starting point for the merge scan, inside tx,
-// unless it has one: tip is a commit of the branch (a new revision's merge
-// base), so nothing that reaches the branch later can be missed.
-func startScans(ctx context.Context, tx store.Querier, repo, branch, tip string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO branch_scans(repo, branch, tip, scanned_at) VALUES (?, ?, ?, ?)",
-		repo, branch, tip, store.FormatTime(now))
-	if err != nil {
-		return fmt.Errorf("start merge scan progress of %s: %w", branch, err)
-	}
-	return nil
-}
-
-// recordScanned records done as branch's scanned tip, inside tx, where the
-// recorded one still is from (or there is none): of two scans racing, the
-// one that started from an older tip does not move it back.
-func recordScanned(ctx context.Context, tx store.Querier, repo, branch, from, done string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO branch_scans(repo, branch, tip, scanned_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT(repo, branch) DO UPDATE SET tip = excluded.tip, scanned_at = excluded.scanned_at WHERE branch_scans.tip = ?`,
-		repo, branch, done, store.FormatTime(now), from)
-	if err != nil {
-		return fmt.Errorf("record merge scan progress of %s: %w", branch, err)
-	}
-	return nil
-}
-
-// forgetScans drops branch's scan progress: no open patch targets it.
-func forgetScans(ctx context.Context, db *store.DB, repo, branch string) error {
-	return db.Write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM branch_scans WHERE repo = ? AND branch = ?
-			AND NOT EXISTS (SELECT 1 FROM patches WHERE repo = ? AND base = ? AND state = 'open')`, repo, branch, repo, branch)
-		if err != nil {
-			return fmt.Errorf("drop merge scan progress of %s: %w", branch, err)
-		}
-		return nil
-	})
-}
 
 // Following is what serve hands pre-receive about the branches of a
 // repository whose move PostReceive scans (hookenv.ScannedEnv): those an
@@ -86,36 +28,12 @@ type Following struct {
 
 // ReadFollowing reads Following for repo, its branches sorted by name.
 func ReadFollowing(ctx context.Context, q store.Querier, repo string) (Following, error) {
-	var f Following
-	// The mark first: a revision added while the rest is read makes
-	// Skips.Record see a change, never miss one.
-	if err := q.QueryRowContext(ctx, "SELECT COALESCE(MAX(rowid), 0) FROM revisions").Scan(&f.Mark); err != nil {
-		return f, fmt.Errorf("read the branches the merge scan follows: %w", err)
+	mark, bs, err := patches.ReadFollowed(ctx, q, repo)
+	f := Following{Mark: mark}
+	for _, b := range bs {
+		f.Branches = append(f.Branches, hookenv.Followed{Branch: b.Branch, Tip: b.Tip, IDs: b.IDs})
 	}
-	rows, err := q.QueryContext(ctx, `SELECT branch, tip, NULL FROM branch_scans WHERE repo = ?
-		UNION ALL SELECT base, NULL, id FROM patches WHERE repo = ? AND state = 'open' ORDER BY 1, 3`, repo, repo)
-	if err != nil {
-		return f, fmt.Errorf("read the branches the merge scan follows: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var b string
-		var tip, id sql.NullString
-		if err := rows.Scan(&b, &tip, &id); err != nil {
-			return f, fmt.Errorf("read the branches the merge scan follows: %w", err)
-		}
-		if n := len(f.Branches); n == 0 || f.Branches[n-1].Branch != b {
-			f.Branches = append(f.Branches, hookenv.Followed{Branch: b})
-		}
-		last := &f.Branches[len(f.Branches)-1]
-		if tip.Valid {
-			last.Tip = tip.String
-		}
-		if id.Valid {
-			last.IDs = append(last.IDs, id.String)
-		}
-	}
-	return f, rows.Err()
+	return f, err
 }
 
 // followed returns branch's entry in f (zero where it has none).
@@ -156,7 +74,7 @@ func (s *Skips) Add(moves []Update) {
 // the move against the patches as they are (it starts where the last scan
 // ended). It logs what it did, and a failure, after which the same
 // happens.
-func (s *Skips) Record(ctx context.Context, e *Env) {
+func (s *Skips) Record(ctx context.Context, e *Push) {
 	s.mu.Lock()
 	moves := s.moves
 	s.mu.Unlock()
@@ -166,7 +84,7 @@ func (s *Skips) Record(ctx context.Context, e *Env) {
 	start := time.Now()
 	ctx = store.WithWaitBudget(ctx)
 	changed := false
-	err := e.DB.Write(ctx, func(tx *sql.Tx) error {
+	err := e.DB.Write(ctx, func(tx store.Tx) error {
 		cur, err := ReadFollowing(ctx, tx, e.Repo)
 		if err != nil {
 			return err
@@ -178,9 +96,9 @@ func (s *Skips) Record(ctx context.Context, e *Env) {
 		for _, u := range moves {
 			branch := strings.TrimPrefix(u.Ref, HeadsPrefix)
 			if len(cur.followed(branch).IDs) == 0 {
-				_, err = tx.ExecContext(ctx, `DELETE FROM branch_scans WHERE repo = ? AND branch = ?`, e.Repo, branch)
+				err = patches.DropScans(ctx, tx, e.Repo, branch)
 			} else {
-				err = recordScanned(ctx, tx, e.Repo, branch, u.Old, u.New, now)
+				err = patches.RecordScanned(ctx, tx, e.Repo, branch, u.Old, u.New, now)
 			}
 			if err != nil {
 				return fmt.Errorf("record merge scan progress of %s: %w", branch, err)

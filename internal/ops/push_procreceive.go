@@ -1,11 +1,8 @@
-package push
+package ops
 
 import (
-	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -19,92 +16,33 @@ import (
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/leases"
 	"github.com/collab-forge/collab/internal/patches"
-	"github.com/collab-forge/collab/internal/pktline"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/store"
-	"github.com/collab-forge/collab/internal/text"
 )
 
-// report is proc-receive's answer for one command.
-type report struct {
-	ref      string
-	ng       string // refusal reason; "" means ok
-	refname  string
-	old, new string
-	forced   bool
+// Report is proc-receive's answer for one refs/for command: NG, the
+// refusal the pusher sees, or where the command's ref now points.
+type Report struct {
+	Ref      string
+	NG       string // "" means ok
+	Refname  string
+	Old, New string
+	Forced   bool
 }
 
-// ProcReceive speaks git's proc-receive protocol on in/out (pkt-lines and
-// nothing else on out) and records every refs/for/BASE command as a patch
-// revision.
-func ProcReceive(ctx context.Context, e *Env, in io.Reader, out io.Writer) error {
-	r := pktline.NewReader(in)
-	w := pktline.NewWriter(out)
-	hello, err := r.ReadSection()
-	if err != nil {
-		return fmt.Errorf("proc-receive: read version: %w", err)
-	}
-	if len(hello) == 0 || !bytes.HasPrefix(hello[0], []byte("version=1")) {
-		return fmt.Errorf("proc-receive: unsupported protocol %q", hello)
-	}
-	gitOptions := bytes.Contains(hello[0], []byte("push-options"))
-	if err := w.Line("version=1\x00push-options"); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	lines, err := r.ReadSection()
-	if err != nil {
-		return fmt.Errorf("proc-receive: read commands: %w", err)
-	}
-	var rawOpts []string
-	if gitOptions {
-		opts, err := r.ReadSection()
-		if err != nil {
-			return fmt.Errorf("proc-receive: read push options: %w", err)
-		}
-		for _, o := range opts {
-			rawOpts = append(rawOpts, string(o))
-		}
-	}
-	var cmds []Update
-	for _, l := range lines {
-		f := strings.Fields(string(l))
-		if len(f) != 3 {
-			return fmt.Errorf("proc-receive: bad command %q", l)
-		}
-		cmds = append(cmds, Update{Old: f[0], New: f[1], Ref: f[2]})
-	}
+// ProcReceive records each refs/for/BASE command of a push as a patch
+// revision, and reports on each in order.
+func (e *Push) ProcReceive(ctx context.Context, cmds []Update, rawOpts []string) []Report {
 	base := e.baseURL(ctx)
+	reps := make([]Report, 0, len(cmds))
 	for _, c := range cmds {
-		var rep report
-		if opts, optErr := pushcheck.RefOptions(rawOpts, c.Ref); optErr != nil {
-			rep = report{ref: c.Ref, ng: fault.Public(optErr)}
+		if opts, err := pushcheck.RefOptions(rawOpts, c.Ref); err != nil {
+			reps = append(reps, Report{Ref: c.Ref, NG: fault.Public(err)})
 		} else {
-			rep = e.receive(ctx, c, opts, base)
-		}
-		if err := writeReport(w, rep); err != nil {
-			return err
+			reps = append(reps, e.receive(ctx, c, opts, base))
 		}
 	}
-	return w.Flush()
-}
-
-func writeReport(w *pktline.Writer, r report) error {
-	if r.ng != "" {
-		return w.Line("ng " + r.ref + " " + oneLine(r.ng))
-	}
-	lines := []string{"ok " + r.ref, "option refname " + r.refname, "option old-oid " + r.old, "option new-oid " + r.new}
-	if r.forced {
-		lines = append(lines, "option forced-update")
-	}
-	for _, l := range lines {
-		if err := w.Line(l); err != nil {
-			return err
-		}
-	}
-	return nil
+	return reps
 }
 
 // received is what one refs/for command did.
@@ -125,7 +63,7 @@ type received struct {
 // Revision aliases patches.Revision for brevity here.
 type Revision = patches.Revision
 
-func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) report {
+func (e *Push) receive(ctx context.Context, c Update, opts Options, base string) Report {
 	start := time.Now()
 	log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", c.Ref, "OLD_OID", c.Old, "NEW_OID", c.New)
 	taken := e.prefetched
@@ -145,7 +83,7 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 		}
 		log.Warn("proc-receive", "OUTCOME", outcome, "DURATION_MS", ms(start), "error", err.Error())
 		e.say("collab: %s", fe.Msg)
-		return report{ref: c.Ref, ng: fe.Msg}
+		return Report{Ref: c.Ref, NG: fe.Msg}
 	}
 	for _, r := range stack {
 		outcome := "revision"
@@ -164,12 +102,12 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 		e.say("this commit has no Patch: trailer; to revise this patch by amending, install the hook and record the id:")
 		e.say("%s", HookHint(e.sshCommand(ctx, base), res.patch.ID))
 	}
-	rep := report{ref: c.Ref, refname: collabref.HeadRef(res.patch.ID), old: res.oldHead, new: c.New}
+	rep := Report{Ref: c.Ref, Refname: collabref.HeadRef(res.patch.ID), Old: res.oldHead, New: c.New}
 	if !res.added {
-		rep.refname = collabref.RevRef(res.patch.ID, c.New)
+		rep.Refname = collabref.RevRef(res.patch.ID, c.New)
 	}
 	if res.added && res.oldHead != git.ZeroOID {
-		rep.forced = e.forced(ctx, res, tip)
+		rep.Forced = e.forced(ctx, res, tip)
 	}
 	return rep
 }
@@ -182,7 +120,7 @@ func (e *Env) receive(ctx context.Context, c Update, opts Options, base string) 
 // revision only if that is on the branch already, and the merge scan would
 // have recorded the patch merged then, unless the patch has just moved to
 // this branch. Anything else asks git.
-func (e *Env) forced(ctx context.Context, res received, tip git.Commit) bool {
+func (e *Push) forced(ctx context.Context, res received, tip git.Commit) bool {
 	if slices.Contains(tip.Parents, res.oldHead) {
 		return false
 	}
@@ -201,7 +139,7 @@ func (e *Env) forced(ctx context.Context, res received, tip git.Commit) bool {
 
 // tell prints the pusher's lines for one patch: its revision and URL,
 // and the range-diff against the previous revision.
-func (e *Env) tell(res received, base string) {
+func (e *Push) tell(res received, base string) {
 	id := res.patch.ID
 	line := fmt.Sprintf("patch %s revision %d", id, res.rev.Number)
 	if u := e.patchURL(base, id); u != "" {
@@ -227,8 +165,8 @@ func HookHint(ssh, id string) string {
 // sshCommand turns the root's ssh setting (ssh://git@host:2222 or
 // git@host) into the ssh command line a user types; without it, the host
 // of the web URL with user git stands in.
-func (e *Env) sshCommand(ctx context.Context, base string) string {
-	settings, _ := e.DB.Settings(ctx)
+func (e *Push) sshCommand(ctx context.Context, base string) string {
+	settings, _ := store.ReadSettings(ctx, e.DB.R())
 	return forge.SSHCommand(settings[forge.SettingSSH], base)
 }
 
@@ -237,7 +175,7 @@ func (e *Env) sshCommand(ctx context.Context, base string) string {
 // stackOf), links issues (fenced by leases), adds the revisions and moves
 // the refs, all in one transaction. The results come bottom first; the
 // last is the pushed tip's.
-func (e *Env) revise(ctx context.Context, c Update, opts Options) ([]received, git.Commit, error) {
+func (e *Push) revise(ctx context.Context, c Update, opts Options) ([]received, git.Commit, error) {
 	if c.New == git.ZeroOID {
 		return nil, git.Commit{}, fault.New(fault.Usage, "cannot delete %s", c.Ref)
 	}
@@ -280,14 +218,14 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) ([]received, g
 	// retry of the same commit (pushRefs), the sweep (RestoreRefs, seconds
 	// later) or fsck restores; the pushed objects are already out of the
 	// quarantine when proc-receive runs. Never a ref without its row.
-	unlock, err := LockRefs(ctx, e.Git.Dir)
+	unlock, err := patches.LockRefs(ctx, e.Git.Dir)
 	if err != nil {
 		return nil, tip, fault.Wrap(err, "cannot lock the patch refs")
 	}
 	defer unlock()
 	var out []received
 	var updates []git.RefUpdate
-	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
+	err = e.DB.Write(ctx, func(tx store.Tx) error {
 		// A revision is a write the pusher makes: it counts against the
 		// pusher's rate limit, in its own transaction.
 		if e.CountWrite != nil {
@@ -318,7 +256,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) ([]received, g
 		}
 		// From now on the merge scan of this branch has a starting point
 		// (see BranchScans): a post-receive killed later is made up.
-		return startScans(ctx, tx, e.Repo, branch, mb, now)
+		return patches.StartScans(ctx, tx, e.Repo, branch, mb, now)
 	})
 	if err != nil {
 		return nil, tip, err
@@ -334,7 +272,7 @@ func (e *Env) revise(ctx context.Context, c Update, opts Options) ([]received, g
 // base, refusing a push that brings nothing or shares no history. One git
 // process does it, unless the walk is long or the topic merged the branch
 // in (several boundary commits): then git merge-base decides.
-func (e *Env) readPushed(ctx context.Context, tip, branch string) (git.Pushed, string, error) {
+func (e *Push) readPushed(ctx context.Context, tip, branch string) (git.Pushed, string, error) {
 	pushed, ok, err := e.pushedRange(ctx, tip, branch)
 	if err != nil {
 		return pushed, "", fault.Wrap(err, "cannot read the pushed commit and its target branch")
@@ -440,7 +378,7 @@ func identity(c git.Commit) string {
 // pin records segment s as a revision of its patch, made or found, with
 // parent as the revision's parent patch ("" for the bottom of a stack),
 // inside tx. all are the patch's revisions that pushRefs needs.
-func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent string, opts Options, now time.Time) (received, []Revision, error) {
+func (e *Push) pin(ctx context.Context, tx store.Tx, s segment, branch, parent string, opts Options, now time.Time) (received, []Revision, error) {
 	var res received
 	if !s.tip {
 		// Options that name one patch are the tip's; a stack's other
@@ -540,7 +478,7 @@ func (e *Env) pin(ctx context.Context, tx *sql.Tx, s segment, branch, parent str
 // closed, or targets another branch and the push does not move it there
 // (-o base=move: retargeted). touchOnly says the options changed nothing,
 // so only updated_at waits to be touched, which a new revision does too.
-func (e *Env) editPatch(ctx context.Context, tx *sql.Tx, p *patches.Patch, which, branch string, opts Options, now time.Time) (touchOnly, retargeted bool, err error) {
+func (e *Push) editPatch(ctx context.Context, tx store.Tx, p *patches.Patch, which, branch string, opts Options, now time.Time) (touchOnly, retargeted bool, err error) {
 	switch p.State {
 	case patches.Merged:
 		return false, false, fault.New(fault.Conflict, "%spatch %s is already merged; to start a new patch remove its Patch: trailer (git commit --amend) and push again", which, p.ID)
@@ -566,7 +504,7 @@ func (e *Env) editPatch(ctx context.Context, tx *sql.Tx, p *patches.Patch, which
 
 // createPatch records patch id for branch, titled by its commit's
 // message msg unless the push's options say otherwise.
-func (e *Env) createPatch(ctx context.Context, tx *sql.Tx, id, msg, branch string, opts Options, now time.Time) (patches.Patch, error) {
+func (e *Push) createPatch(ctx context.Context, tx store.Tx, id, msg, branch string, opts Options, now time.Time) (patches.Patch, error) {
 	n := patches.New{Repo: e.Repo, ID: id, Title: Subject(msg), Description: Body(msg), Author: e.Principal, Base: branch}
 	if opts.Title != nil {
 		n.Title = *opts.Title
@@ -591,7 +529,7 @@ func (e *Env) createPatch(ctx context.Context, tx *sql.Tx, id, msg, branch strin
 // on Gerrit, a patch reads as its latest commit message unless someone
 // set its title or description; an amend that kept the message (the
 // common case) writes nothing.
-func (e *Env) followMessage(ctx context.Context, tx *sql.Tx, p *patches.Patch, msg string, now time.Time) error {
+func (e *Push) followMessage(ctx context.Context, tx store.Tx, p *patches.Patch, msg string, now time.Time) error {
 	title, body := Subject(msg), Body(msg)
 	if title == "" {
 		title = "(no subject)"
@@ -611,7 +549,7 @@ func (e *Env) followMessage(ctx context.Context, tx *sql.Tx, p *patches.Patch, m
 // Change-Id:, else -o patch=, else the patch it already is a revision of
 // (so that pushing the same trailer-less commit again is a no-op), else a
 // new id.
-func (e *Env) patchOf(ctx context.Context, tx store.Querier, c git.Commit, opts Options) (string, error) {
+func (e *Push) patchOf(ctx context.Context, tx store.Querier, c git.Commit, opts Options) (string, error) {
 	switch {
 	case len(c.Patch) == 1:
 		return c.Patch[0], nil
@@ -654,7 +592,7 @@ const pushedLimit = 1000
 // (unless the pusher is a repository admin, which is looked up only then),
 // checks -o lease= tokens against the current tenure, and links them all,
 // inside tx.
-func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, prefixes []string, ls []Lease, now time.Time) ([]string, error) {
+func (e *Push) linkIssues(ctx context.Context, tx store.Querier, patchID string, prefixes []string, ls []Lease, now time.Time) ([]string, error) {
 	var named []string
 	seen := map[string]bool{}
 	for _, p := range prefixes {
@@ -723,10 +661,4 @@ func (e *Env) linkIssues(ctx context.Context, tx store.Querier, patchID string, 
 		}
 	}
 	return named, nil
-}
-
-// oneLine is s as one line a terminal only shows (git prints an ng
-// reason to the pusher as it is).
-func oneLine(s string) string {
-	return text.Show(strings.Join(strings.Fields(s), " "))
 }

@@ -1,7 +1,6 @@
-package push
+package ops
 
 import (
-	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +91,7 @@ func TestProcReceive(t *testing.T) {
 
 	// An issue leased by bob: alice may not link it; nothing is recorded.
 	var issue string
-	err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+	err := f.db.Write(f.ctx, func(tx store.Tx) error {
 		is, err := issues.New(f.ctx, tx, "demo.git", "bob", "A bug", "", f.now)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 
 	"github.com/collab-forge/collab/internal/forge/forgetest"
 	"github.com/collab-forge/collab/internal/git"
-	"github.com/collab-forge/collab/internal/pktline"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 // testForge is a unit-test forge: a root with one repository (demo.git, whose
@@ -27,7 +27,7 @@ type testForge struct {
 	t    *testing.T
 	ctx  context.Context
 	db   *store.DB
-	env  *Env
+	env  *Push
 	bare string
 	work string
 	now  time.Time
@@ -42,7 +42,7 @@ func newForge(t *testing.T) *testForge {
 		t.Fatal(err)
 	}
 	f := &testForge{t: t, ctx: ctx, db: db, bare: filepath.Join(root.ReposDir(), "demo.git"), work: t.TempDir(), now: now}
-	f.env = &Env{Root: root, DB: db, Repo: "demo.git", Git: git.Open(f.bare), Principal: "alice", Stderr: &f.said,
+	f.env = &Push{Root: root, DB: db, Repo: "demo.git", Git: git.Open(f.bare), Principal: "alice", Stderr: &f.said,
 		Now: func() time.Time { f.now = f.now.Add(time.Second); return f.now }}
 	f.git("init", "-q", "-b", "main")
 	f.git("commit", "-q", "--allow-empty", "-m", "init")
@@ -85,50 +85,27 @@ func (f *testForge) commit(msg string) string {
 	return oid
 }
 
-// procReceive speaks proc-receive's protocol for one refs/for command and
-// returns the report lines git would get.
+// procReceive records one refs/for command as proc-receive does and
+// returns the report lines git would get (hookrun.ReportLines' words).
 func (f *testForge) procReceive(ref, oid string, opts ...string) []string {
 	f.t.Helper()
-	var in bytes.Buffer
-	w := pktline.NewWriter(&in)
-	must := func(err error) {
-		if err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	must(w.Line("version=1\x00push-options atomic"))
-	must(w.Flush())
-	must(w.Line(git.ZeroOID + " " + oid + " " + ref))
-	must(w.Flush())
-	for _, o := range opts {
-		must(w.Line(o))
-	}
-	must(w.Flush())
-	var out bytes.Buffer
 	f.said.Reset()
-	if err := ProcReceive(f.ctx, f.env, &in, &out); err != nil {
-		f.t.Fatalf("ProcReceive: %v", err)
-	}
+	reps := f.env.ProcReceive(f.ctx, []Update{{Old: git.ZeroOID, New: oid, Ref: ref}}, opts)
 	// Whatever it answered, no git it started is left running (the
 	// update-ref it starts early is aborted on a refusal).
 	if kids := children(f.t); len(kids) > 0 {
 		f.t.Fatalf("ProcReceive left child processes %v", kids)
 	}
-	r := pktline.NewReader(&out)
-	hello, err := r.ReadSection()
-	if err != nil || len(hello) != 1 || !strings.HasPrefix(string(hello[0]), "version=1") {
-		f.t.Fatalf("hello %q %v", hello, err)
-	}
-	rep, err := r.ReadSection()
-	if err != nil {
-		f.t.Fatalf("report: %v", err)
-	}
-	if rest, _ := out.ReadByte(); rest != 0 {
-		f.t.Fatalf("stray byte after the report: %q", rest)
-	}
 	var lines []string
-	for _, l := range rep {
-		lines = append(lines, string(l))
+	for _, r := range reps {
+		if r.NG != "" {
+			lines = append(lines, "ng "+r.Ref+" "+text.Show(strings.Join(strings.Fields(r.NG), " ")))
+			continue
+		}
+		lines = append(lines, "ok "+r.Ref, "option refname "+r.Refname, "option old-oid "+r.Old, "option new-oid "+r.New)
+		if r.Forced {
+			lines = append(lines, "option forced-update")
+		}
 	}
 	return lines
 }

@@ -1,9 +1,8 @@
-package push
+package ops
 
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/reponame"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/submit"
 )
 
 // Merged is one patch the merge scan found merged.
@@ -67,7 +67,7 @@ const ForegroundBudget = 10000
 // more than 5×budget objects: git's walk of NEW ^OLD reads the whole range
 // before its first commit comes out, so counting commits costs most of the
 // scan; the pack that index-pack just wrote says the same for free.
-func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (deferred []Update, err error) {
+func (e *Push) PostReceive(ctx context.Context, updates []Update, budget int) (deferred []Update, err error) {
 	start := time.Now()
 	heads := branchMoves(updates)
 	if len(heads) == 0 {
@@ -92,7 +92,7 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 			return nil, err
 		}
 	}
-	scanned, err := BranchScans(ctx, e.DB.R(), e.Repo)
+	scanned, err := patches.BranchScans(ctx, e.DB.R(), e.Repo)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func PostReceive(ctx context.Context, e *Env, updates []Update, budget int) (def
 		if !has {
 			if _, ok := scanned[branch]; ok {
 				// No open patch left to find: the next one starts afresh.
-				if err := forgetScans(ctx, e.DB, e.Repo, branch); err != nil {
+				if err := e.DB.Write(ctx, func(tx store.Tx) error { return patches.ForgetScans(ctx, tx, e.Repo, branch) }); err != nil {
 					return nil, err
 				}
 			}
@@ -204,7 +204,7 @@ func branchMoves(updates []Update) []Update {
 
 // tipsBefore is every branch and tag as it was before the push: what a
 // new branch's scan excludes.
-func (e *Env) tipsBefore(ctx context.Context, updates []Update) (map[string]string, error) {
+func (e *Push) tipsBefore(ctx context.Context, updates []Update) (map[string]string, error) {
 	tips, err := e.Git.Refs(ctx, HeadsPrefix, "refs/tags/")
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func (e *Env) tipsBefore(ctx context.Context, updates []Update) (map[string]stri
 // tellMerged logs the merges a scan of branch recorded and tells the
 // pusher of each, with the issues it closed or left open; base is the web
 // UI's URL ("" for none).
-func (e *Env) tellMerged(log *slog.Logger, branch, base string, merged []Merged, start time.Time) {
+func (e *Push) tellMerged(log *slog.Logger, branch, base string, merged []Merged, start time.Time) {
 	for _, m := range merged {
 		log.Info("merge recorded", "PATCH", m.PatchID, "OUTCOME", "merged", "commit", m.Commit, "by", m.By, "pinned_revision", m.Pinned, "content", m.Content, "DURATION_MS", ms(start))
 		line := "patch " + m.PatchID + " merged into " + branch + " as " + m.Commit
@@ -286,7 +286,7 @@ func (s Segment) revs() []string {
 // scanSegments scans segs in order and, with the last, records its New as
 // the branch's scanned tip (where that still is from). A segment too big
 // for budget stops everything (ErrTooBig) before the scanned tip moves.
-func (e *Env) scanSegments(ctx context.Context, branch string, segs []Segment, from string, budget int) ([]Merged, error) {
+func (e *Push) scanSegments(ctx context.Context, branch string, segs []Segment, from string, budget int) ([]Merged, error) {
 	var out []Merged
 	for i, s := range segs {
 		r := ScanRange{Branch: branch, Revs: s.revs(), OldTip: s.Old, By: s.By, Strategy: s.Strategy, Submitted: s.Submitted, NewTip: s.New, targets: s.targets}
@@ -306,7 +306,7 @@ func (e *Env) scanSegments(ctx context.Context, branch string, segs []Segment, f
 // did not see, from the branch's reflog (serve has git write it with the
 // pusher as committer: hookenv.PusherOf), oldest first; where the reflog
 // does not chain from `from` to `to`, one move credited to access.Unknown.
-func (e *Env) missed(ctx context.Context, branch, from, to string) ([]Segment, error) {
+func (e *Push) missed(ctx context.Context, branch, from, to string) ([]Segment, error) {
 	if ok, err := e.Git.HasObject(ctx, from); err != nil || !ok {
 		// The scanned tip is gone (a rewritten branch, pruned): the push's
 		// own range is all there is to scan.
@@ -335,7 +335,7 @@ func chain(log []git.ReflogEntry, from, to string) []Segment {
 				break
 			}
 			seg := Segment{Old: en.Old, New: en.New, By: hookenv.PusherOf(en.Name, en.Email)}
-			if strategy, ok := SubmittedBy(en.Message); ok && seg.By != access.Unknown {
+			if strategy, ok := submit.ReflogStrategy(en.Message); ok && seg.By != access.Unknown {
 				seg.Strategy, seg.Submitted = strategy, true
 			}
 			segs = append(segs, seg)
@@ -458,7 +458,7 @@ type ScanRange struct {
 // longer open are left alone, so Scan is idempotent. With budget > 0, a
 // walk longer than budget commits stops with ErrTooBig before anything is
 // recorded.
-func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, error) {
+func (e *Push) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, error) {
 	f, err := e.find(ctx, r, budget)
 	if err != nil {
 		return nil, err
@@ -476,8 +476,8 @@ func (e *Env) Scan(ctx context.Context, r ScanRange, budget int) ([]Merged, erro
 		if r.Done == "" || (f.walked == 0 && f.open > 0) {
 			return nil, nil
 		}
-		return nil, e.DB.Write(ctx, func(tx *sql.Tx) error {
-			return recordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, e.Now())
+		return nil, e.DB.Write(ctx, func(tx store.Tx) error {
+			return patches.RecordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, e.Now())
 		})
 	}
 	if err := e.trailerMatches(ctx, r, f); err != nil {
@@ -501,7 +501,7 @@ type found struct {
 
 // find walks r.Revs for the commits that are a pinned revision of an open
 // patch targeting r.Branch, or carry one's trailer.
-func (e *Env) find(ctx context.Context, r ScanRange, budget int) (*found, error) {
+func (e *Push) find(ctx context.Context, r ScanRange, budget int) (*found, error) {
 	var open map[string]bool
 	var pinned map[string][]patches.Pinned
 	if t := r.targets; t != nil {
@@ -565,7 +565,7 @@ func (e *Env) find(ctx context.Context, r ScanRange, budget int) (*found, error)
 // its content is the patch's work at all (anyone can write the trailer),
 // which decides whether the patch's linked issues close through it. Asked
 // only here, off the path of a push that merges pinned revisions.
-func (e *Env) trailerMatches(ctx context.Context, r ScanRange, f *found) error {
+func (e *Push) trailerMatches(ctx context.Context, r ScanRange, f *found) error {
 	for _, id := range f.order {
 		m := f.found[id]
 		if m.number > 0 {
@@ -598,16 +598,16 @@ func (e *Env) trailerMatches(ctx context.Context, r ScanRange, f *found) error {
 // record records the merges f found in one transaction (with the scan's
 // progress, r.Done), pinning trailer matches as revisions, whose refs are
 // written after the commit under the refs lock, like a push's.
-func (e *Env) record(ctx context.Context, r ScanRange, f *found) ([]Merged, error) {
+func (e *Push) record(ctx context.Context, r ScanRange, f *found) ([]Merged, error) {
 	now := e.Now()
-	unlock, err := LockRefs(ctx, e.Git.Dir)
+	unlock, err := patches.LockRefs(ctx, e.Git.Dir)
 	if err != nil {
 		return nil, fault.Wrap(err, "merge scan failed")
 	}
 	defer unlock()
 	var out []Merged
 	var refs []git.RefUpdate
-	err = e.DB.Write(ctx, func(tx *sql.Tx) error {
+	err = e.DB.Write(ctx, func(tx store.Tx) error {
 		out, refs = nil, nil
 		for _, id := range f.order {
 			m := f.found[id]
@@ -630,7 +630,7 @@ func (e *Env) record(ctx context.Context, r ScanRange, f *found) ([]Merged, erro
 					if err != nil {
 						return err
 					}
-					refs = append(refs, PatchRefs(id, revs)...)
+					refs = append(refs, patches.PatchRefs(id, revs)...)
 				}
 			}
 			comp := patches.Completion{Closer: e.closer(ctx, tx, id, r, m.commit)}
@@ -655,7 +655,7 @@ func (e *Env) record(ctx context.Context, r ScanRange, f *found) ([]Merged, erro
 			}
 		}
 		if r.Done != "" {
-			return recordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, now)
+			return patches.RecordScanned(ctx, tx, e.Repo, r.Branch, r.From, r.Done, now)
 		}
 		return nil
 	})
@@ -681,7 +681,7 @@ func isPinned(ps []patches.Pinned, id string) bool {
 // the issues it fixes: fenced (issues.CloseFenced) by who made it, whose
 // admin level is asked only for an issue someone else holds, and by the
 // lease tokens the pusher's own move carried.
-func (e *Env) closer(ctx context.Context, tx store.Querier, id string, r ScanRange, commit string) issues.Closer {
+func (e *Push) closer(ctx context.Context, tx store.Querier, id string, r ScanRange, commit string) issues.Closer {
 	c := issues.Closer{
 		What: "the merge of patch " + id + " into " + r.Branch + " as " + commit + " by " + r.By,
 		Admin: func() (bool, error) {
@@ -696,7 +696,7 @@ func (e *Env) closer(ctx context.Context, tx store.Querier, id string, r ScanRan
 }
 
 // contentOf is ContentOf in this hook's repository.
-func (e *Env) contentOf(ctx context.Context, id, commit string, parents []string) (string, error) {
+func (e *Push) contentOf(ctx context.Context, id, commit string, parents []string) (string, error) {
 	return ContentOf(ctx, e.Git, e.DB.R(), e.Repo, id, commit, parents)
 }
 
@@ -759,7 +759,7 @@ func ContentOf(ctx context.Context, g git.Repo, q store.Querier, repo, id, commi
 // resolveFixes returns the issues of this repository that Fixes: trailers
 // name, once each. A trailer naming no issue here (or not an id at all:
 // Fixes: is also used for commits) is skipped.
-func (e *Env) resolveFixes(ctx context.Context, tx store.Querier, fixes []string) ([]string, error) {
+func (e *Push) resolveFixes(ctx context.Context, tx store.Querier, fixes []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range fixes {
@@ -785,7 +785,7 @@ func (e *Env) resolveFixes(ctx context.Context, tx store.Querier, fixes []string
 // linkFixes links the issues that Fixes: trailers of merged commits name,
 // so that the merge closes them (fenced, issues.CloseFenced); the holder
 // rule of a refs/for push does not apply to links made by merges.
-func (e *Env) linkFixes(ctx context.Context, tx *sql.Tx, patchID string, fixes []string) error {
+func (e *Push) linkFixes(ctx context.Context, tx store.Tx, patchID string, fixes []string) error {
 	ids, err := e.resolveFixes(ctx, tx, fixes)
 	if err != nil {
 		return err

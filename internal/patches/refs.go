@@ -1,4 +1,4 @@
-package push
+package patches
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"github.com/collab-forge/collab/internal/collabref"
 	"github.com/collab-forge/collab/internal/flock"
 	"github.com/collab-forge/collab/internal/git"
-	"github.com/collab-forge/collab/internal/patches"
 )
 
 // LockName is the file in a repository whose flock orders the writes to
@@ -28,7 +27,7 @@ func LockRefs(ctx context.Context, dir string) (unlock func(), err error) {
 // old value: a ref some killed run left naming the same commit is simply
 // adopted, and one naming another commit never blocks (a revision ref's
 // name says its commit, so it is only ever set to that).
-func PatchRefs(id string, revs []patches.Revision) []git.RefUpdate {
+func PatchRefs(id string, revs []Revision) []git.RefUpdate {
 	if len(revs) == 0 {
 		return nil
 	}

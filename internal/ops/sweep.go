@@ -1,8 +1,7 @@
-package push
+package ops
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -90,11 +89,11 @@ func (s *Sweeper) Once(ctx context.Context) (SweepReport, error) {
 	// A revision committed a little before `now` by a clock that ran
 	// behind still gets looked at.
 	since := s.since.Add(-time.Minute)
-	bases, err := openBasesByRepo(ctx, s.DB.R())
+	bases, err := patches.OpenBasesByRepo(ctx, s.DB.R())
 	if err != nil {
 		return rep, err
 	}
-	recent, err := recentPatches(ctx, s.DB.R(), since)
+	recent, err := patches.RecentlyRevised(ctx, s.DB.R(), since)
 	if err != nil {
 		return rep, err
 	}
@@ -128,7 +127,7 @@ func (s *Sweeper) repo(ctx context.Context, key string, branches, recent []strin
 	if err != nil {
 		return err
 	}
-	e := &Env{Root: s.Root, DB: s.DB, Repo: key, Git: git.Open(dir), Principal: access.Unknown,
+	e := &Push{Root: s.Root, DB: s.DB, Repo: key, Git: git.Open(dir), Principal: access.Unknown,
 		Stderr: io.Discard, Log: s.Log, Now: s.Now}
 	if len(branches) > 0 {
 		if err := s.heal(ctx, e, branches, rep); err != nil {
@@ -157,12 +156,12 @@ func (s *Sweeper) repo(ctx context.Context, key string, branches, recent []strin
 
 // heal makes up the merge scans of branches that moved past their scanned
 // tip more than Grace ago.
-func (s *Sweeper) heal(ctx context.Context, e *Env, branches []string, rep *SweepReport) error {
+func (s *Sweeper) heal(ctx context.Context, e *Push, branches []string, rep *SweepReport) error {
 	tips, err := e.Git.Refs(ctx, HeadsPrefix)
 	if err != nil {
 		return err
 	}
-	scanned, err := BranchScans(ctx, s.DB.R(), e.Repo)
+	scanned, err := patches.BranchScans(ctx, s.DB.R(), e.Repo)
 	if err != nil {
 		return err
 	}
@@ -194,8 +193,8 @@ func (s *Sweeper) heal(ctx context.Context, e *Env, branches []string, rep *Swee
 			// No starting point (a patch older than branch_scans, or a
 			// scanned tip that is gone): start from here; fsck scans the
 			// whole history.
-			if err := s.DB.Write(ctx, func(tx *sql.Tx) error {
-				return recordScanned(ctx, tx, e.Repo, b, from, tip, s.Now())
+			if err := s.DB.Write(ctx, func(tx store.Tx) error {
+				return patches.RecordScanned(ctx, tx, e.Repo, b, from, tip, s.Now())
 			}); err != nil {
 				return err
 			}
@@ -228,7 +227,7 @@ func lastMove(g git.Repo, branch string) (time.Time, error) {
 // should have (PatchRefs) where they are missing or wrong, under the refs
 // lock, and returns how many it wrote.
 func RestoreRefs(ctx context.Context, q store.Querier, g git.Repo, repo string, ids []string) (int, error) {
-	unlock, err := LockRefs(ctx, g.Dir)
+	unlock, err := patches.LockRefs(ctx, g.Dir)
 	if err != nil {
 		return 0, err
 	}
@@ -247,7 +246,7 @@ func RestoreRefs(ctx context.Context, q store.Querier, g git.Repo, repo string, 
 		if err != nil {
 			return 0, err
 		}
-		for _, u := range PatchRefs(id, revs) {
+		for _, u := range patches.PatchRefs(id, revs) {
 			if have[u.Ref] != u.New {
 				fix = append(fix, u)
 			}
@@ -294,7 +293,7 @@ func LooseRefs(dir string, limit int) int {
 // does), under the refs lock: a packed refs/collab/ costs git's
 // connectivity check after every push far less than loose files.
 func PackRefs(ctx context.Context, g git.Repo) error {
-	unlock, err := LockRefs(ctx, g.Dir)
+	unlock, err := patches.LockRefs(ctx, g.Dir)
 	if err != nil {
 		return err
 	}
@@ -303,41 +302,4 @@ func PackRefs(ctx context.Context, g git.Repo) error {
 		return fmt.Errorf("pack refs of %s: %w", g.Dir, err)
 	}
 	return nil
-}
-
-// openBasesByRepo returns, per repository, the branches open patches target.
-func openBasesByRepo(ctx context.Context, q store.Querier) (map[string][]string, error) {
-	rows, err := q.QueryContext(ctx, "SELECT DISTINCT repo, base FROM patches WHERE state = 'open' ORDER BY repo, base")
-	if err != nil {
-		return nil, fmt.Errorf("read open patch bases: %w", err)
-	}
-	defer rows.Close()
-	out := map[string][]string{}
-	for rows.Next() {
-		var repo, base string
-		if err := rows.Scan(&repo, &base); err != nil {
-			return nil, fmt.Errorf("read open patch bases: %w", err)
-		}
-		out[repo] = append(out[repo], base)
-	}
-	return out, rows.Err()
-}
-
-// recentPatches returns, per repository, the patches with a revision
-// recorded since t.
-func recentPatches(ctx context.Context, q store.Querier, t time.Time) (map[string][]string, error) {
-	rows, err := q.QueryContext(ctx, "SELECT DISTINCT repo, patch_id FROM revisions WHERE created_at >= ? ORDER BY repo, patch_id", store.FormatTime(t))
-	if err != nil {
-		return nil, fmt.Errorf("read recent revisions: %w", err)
-	}
-	defer rows.Close()
-	out := map[string][]string{}
-	for rows.Next() {
-		var repo, id string
-		if err := rows.Scan(&repo, &id); err != nil {
-			return nil, fmt.Errorf("read recent revisions: %w", err)
-		}
-		out[repo] = append(out[repo], id)
-	}
-	return out, rows.Err()
 }

@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func onlyFor(us []Update) bool {
 // trailers of the tips it pushes to branches (more or fewer is a usage
 // refusal). It returns the tokens by full issue id, and the issue a
 // refusal was about.
-func (e *Env) leaseTokens(ctx context.Context, q store.Querier, updates []Update, opts pushcheck.Options) (map[string]int64, string, error) {
+func (e *Push) leaseTokens(ctx context.Context, q store.Querier, updates []Update, opts pushcheck.Options) (map[string]int64, string, error) {
 	tokens := map[string]int64{}
 	var plain []pushcheck.Lease
 	for _, l := range opts.Leases {
@@ -97,7 +97,7 @@ func (e *Env) leaseTokens(ctx context.Context, q store.Querier, updates []Update
 // refused. It returns the issue a refusal was about. The check is a read:
 // a takeover after it is caught where post-receive records the merge
 // (issues.CloseFenced).
-func (e *Env) fenceTokens(ctx context.Context, updates []Update, rawOpts []string) (string, error) {
+func (e *Push) fenceTokens(ctx context.Context, updates []Update, rawOpts []string) (string, error) {
 	if !pushcheck.CarriesLease(rawOpts) || onlyFor(updates) {
 		return "", nil
 	}

@@ -1,4 +1,4 @@
-package submit
+package ops_test
 
 import (
 	"context"
@@ -23,11 +23,12 @@ import (
 	"github.com/collab-forge/collab/internal/fsck"
 	"github.com/collab-forge/collab/internal/git"
 	"github.com/collab-forge/collab/internal/hookenv"
+	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/principals"
-	"github.com/collab-forge/collab/internal/push"
 	"github.com/collab-forge/collab/internal/repos"
 	"github.com/collab-forge/collab/internal/store"
+	"github.com/collab-forge/collab/internal/submit"
 )
 
 // gateForge is a forge with demo.git (hooks that do nothing), principals
@@ -37,7 +38,7 @@ type gateForge struct {
 	t    *testing.T
 	ctx  context.Context
 	db   *store.DB
-	gate *Gate
+	gate *submit.Gate
 	bare git.Repo
 	work string
 	now  time.Time
@@ -52,8 +53,9 @@ func newGateForge(t *testing.T) *gateForge {
 		t.Fatal(err)
 	}
 	f := &gateForge{t: t, ctx: ctx, db: db, bare: git.Open(filepath.Join(root.ReposDir(), "demo.git")), work: t.TempDir(), now: now}
-	f.gate = &Gate{DB: db, Root: root, Now: f.clock,
-		PatchURL: func(repo, id string) string { return "https://forge.example/demo/-/patches/" + id }}
+	f.gate = &submit.Gate{DB: db, Root: root,
+		PatchURL: func(repo, id string) string { return "https://forge.example/demo/-/patches/" + id },
+		Record:   (&ops.Service{DB: db, Root: root, Now: f.clock}).RecordSubmitted}
 	for _, p := range []string{"ada", "bob", "rob"} {
 		if err := principals.Add(ctx, db, p, now); err != nil {
 			t.Fatal(err)
@@ -184,8 +186,8 @@ func TestSubmitGate(t *testing.T) {
 	if fe.Kind != fault.Conflict || !strings.Contains(fe.Msg, "approvals (0 of 1") || !strings.Contains(fe.Msg, "check:ci (not reported") {
 		t.Fatalf("refusal %v", err)
 	}
-	reqs, _ := fe.Fields["requirements"].([]Requirement)
-	if len(reqs) != 6 || reqs[5].Name != ReqMergeable || !reqs[5].OK {
+	reqs, _ := fe.Fields["requirements"].([]submit.Requirement)
+	if len(reqs) != 6 || reqs[5].Name != submit.ReqMergeable || !reqs[5].OK {
 		t.Fatalf("requirements %+v", reqs)
 	}
 	if _, err := f.gate.Submit(f.ctx, "demo.git", id, "octopus", "bob"); fault.ExitCode(err) != 2 {
@@ -336,7 +338,7 @@ func TestSubmitCrashRepaired(t *testing.T) {
 			squashed := f.main()
 			switch repair {
 			case "sweep":
-				sw := &push.Sweeper{Root: f.gate.Root, DB: f.db, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+				sw := &ops.Sweeper{Root: f.gate.Root, DB: f.db, Now: func() time.Time { return time.Now().Add(time.Hour) }}
 				if rep, err := sw.Once(f.ctx); err != nil || rep.Healed != 1 {
 					t.Fatalf("sweep: %+v %v", rep, err)
 				}
@@ -357,8 +359,8 @@ func TestSubmitCrashRepaired(t *testing.T) {
 				if err := mover.CompareAndSwap(f.ctx, "refs/heads/main", next, squashed, "push"); err != nil {
 					t.Fatal(err)
 				}
-				e := &push.Env{Root: f.gate.Root, DB: f.db, Repo: "demo.git", Git: f.bare, Principal: "dave", Stderr: io.Discard, Now: f.clock}
-				if _, err := push.PostReceive(f.ctx, e, []push.Update{{Old: squashed, New: next, Ref: "refs/heads/main"}}, push.ForegroundBudget); err != nil {
+				e := &ops.Push{Root: f.gate.Root, DB: f.db, Repo: "demo.git", Git: f.bare, Principal: "dave", Stderr: io.Discard, Now: f.clock}
+				if _, err := e.PostReceive(f.ctx, []ops.Update{{Old: squashed, New: next, Ref: "refs/heads/main"}}, ops.ForegroundBudget); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -422,7 +424,7 @@ func TestSubmitRetriesWhenTheBranchMoved(t *testing.T) {
 		return next
 	}
 	lockHeld := func() {
-		if unlock, free, err := flock.TryLock(filepath.Join(f.bare.Dir, push.LockName), 0o640); err != nil || free {
+		if unlock, free, err := flock.TryLock(filepath.Join(f.bare.Dir, patches.LockName), 0o640); err != nil || free {
 			if free {
 				unlock()
 			}
@@ -504,11 +506,11 @@ func TestListStatusesAsEachAlone(t *testing.T) {
 		t.Fatalf("ListStatuses: %v, %v", got, err)
 	}
 	for i, p := range ps {
-		fs, err := f.gate.facts(f.ctx, f.db.R(), p, "", false)
+		fs, err := f.gate.Facts(f.ctx, f.db.R(), p, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := listStatus(fs, tips); !reflect.DeepEqual(got[i], want) {
+		if want := submit.ListStatus(fs, tips); !reflect.DeepEqual(got[i], want) {
 			t.Errorf("patch %d:\n got %+v\nwant %+v", i+1, got[i], want)
 		}
 	}

@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TrailerIDs(c git.Commit) []string {
 
 // addRequests records the reviewers (who must exist; named or by e-mail)
 // and hashtags a push names on patch id, inside tx.
-func (e *Env) addRequests(ctx context.Context, tx store.Querier, id string, o Options, now time.Time) error {
+func (e *Push) addRequests(ctx context.Context, tx store.Querier, id string, o Options, now time.Time) error {
 	names, err := principals.Reviewers(ctx, tx, o.Reviewers)
 	if err != nil {
 		return err

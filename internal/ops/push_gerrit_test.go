@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"strings"
@@ -212,7 +212,7 @@ func TestMergeScanChangeID(t *testing.T) {
 	f.commit("Meanwhile on main")
 	f.git("cherry-pick", "--allow-empty", rev)
 	u := f.moveMain("bob")
-	if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
+	if _, err := f.env.PostReceive(f.ctx, []Update{u}, ForegroundBudget); err != nil {
 		t.Fatal(err)
 	}
 	if v := f.query("SELECT state || '|' || merged_commit FROM patches WHERE id = ?", hex); v != "merged|"+u.New {

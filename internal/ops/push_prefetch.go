@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func rangeKey(tip, branch string) string { return "range " + tip + " " + branch 
 // patches. It prefetches nothing for a push that updates anything else,
 // nor the walk of a branch it creates (which excludes what the other refs
 // reached, read after the push).
-func (p *Prefetch) Start(ctx context.Context, e *Env, updates []Update) {
+func (p *Prefetch) Start(ctx context.Context, e *Push, updates []Update) {
 	if p == nil {
 		return
 	}
@@ -199,7 +199,7 @@ func (p *Prefetch) Close() {
 }
 
 // walk is e.Git.Walk, from the walk serve prefetched where there is one.
-func (e *Env) walk(ctx context.Context, revs []string, fn func(git.Commit) error) error {
+func (e *Push) walk(ctx context.Context, revs []string, fn func(git.Commit) error) error {
 	val, ok := e.Prefetched.take(ctx, walkKey(revs))
 	if !ok {
 		return e.Git.Walk(ctx, revs, fn)
@@ -215,7 +215,7 @@ func (e *Env) walk(ctx context.Context, revs []string, fn func(git.Commit) error
 
 // pushedRange is e.Git.PushedRange of tip and branch, as serve prefetched
 // it where it did.
-func (e *Env) pushedRange(ctx context.Context, tip, branch string) (git.Pushed, bool, error) {
+func (e *Push) pushedRange(ctx context.Context, tip, branch string) (git.Pushed, bool, error) {
 	if val, ok := e.Prefetched.take(ctx, rangeKey(tip, branch)); ok {
 		e.prefetched++
 		r := val.(pushedRange)

@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // refusal rejects every ref of the push; its message is one line for the
 // pusher. cmd/collab-hook-fast runs pushcheck.Check itself for a push
 // whose hand-off covers all of it; this is the rest.
-func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) error {
+func (e *Push) PreReceive(ctx context.Context, updates []Update, rawOpts []string) error {
 	start := time.Now()
 	issue, err := preReceive(ctx, e, updates, rawOpts)
 	log := e.logger()
@@ -31,7 +31,7 @@ func PreReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string)
 }
 
 // preReceive decides; issue is the issue a refusal was about, if any.
-func preReceive(ctx context.Context, e *Env, updates []Update, rawOpts []string) (issue string, err error) {
+func preReceive(ctx context.Context, e *Push, updates []Update, rawOpts []string) (issue string, err error) {
 	if len(updates) == 0 {
 		return "", nil
 	}

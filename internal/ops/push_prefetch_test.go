@@ -1,4 +1,4 @@
-package push
+package ops
 
 import (
 	"strings"
@@ -49,7 +49,7 @@ func TestPrefetch(t *testing.T) {
 				t.Fatalf("%d walks started, want %d", len(p.jobs), tc.started)
 			}
 			f.env.Prefetched = p
-			if _, err := PostReceive(f.ctx, f.env, []Update{u}, ForegroundBudget); err != nil {
+			if _, err := f.env.PostReceive(f.ctx, []Update{u}, ForegroundBudget); err != nil {
 				t.Fatal(err)
 			}
 			taken := 0

@@ -1,7 +1,7 @@
-package push
+package ops
 
 import (
-	"database/sql"
+	"github.com/collab-forge/collab/internal/store"
 	"strings"
 	"testing"
 
@@ -30,7 +30,7 @@ func TestPreReceiveRules(t *testing.T) {
 	protect := func(branch, direct string) {
 		r := branches.Default(branch)
 		r.DirectPush = direct
-		if err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
+		if err := f.db.Write(f.ctx, func(tx store.Tx) error {
 			_, err := branches.Put(f.ctx, tx, "demo.git", r, "adam", f.now)
 			return err
 		}); err != nil {
@@ -43,7 +43,7 @@ func TestPreReceiveRules(t *testing.T) {
 	other := f.commit("other") // not a descendant of next
 	try := func(who string, us ...Update) error {
 		f.env.Principal, f.env.WriteChecked = who, true
-		return PreReceive(f.ctx, f.env, us, nil)
+		return f.env.PreReceive(f.ctx, us, nil)
 	}
 	ff := Update{Old: main, New: next, Ref: "refs/heads/main"}
 	rewind := Update{Old: next, New: other, Ref: "refs/heads/main"}

@@ -1,16 +1,7 @@
-// Package push is what happens on a push: pre-receive checks access, push
-// options and refs/for tips; proc-receive turns each refs/for/BASE command
-// into a pinned, numbered patch revision; post-receive runs the merge scan
-// that records patches reaching their target branch.
-//
-// Messages for the pusher go to Env.Stderr (git shows them as "remote:"
-// lines); detail for the operator goes to Env.Log. Nothing is ever written
-// to proc-receive's stdout but pkt-lines.
-package push
+package ops
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,8 +18,9 @@ import (
 	"github.com/collab-forge/collab/internal/text"
 )
 
-// Env is what one hook run works with.
-type Env struct {
+// Push is one hook run of a push: the use cases of pre-receive,
+// proc-receive and post-receive, with what serve handed off.
+type Push struct {
 	Root      forge.Root
 	DB        *store.DB
 	Repo      string // the repository key, org/foo.git
@@ -54,7 +46,7 @@ type Env struct {
 	// pusher's write budget, in the transaction that records it: the
 	// hooks hand it ops.Service.CountWrite, the one rule for every write a
 	// principal makes.
-	CountWrite func(ctx context.Context, tx *sql.Tx, principal string) error
+	CountWrite func(ctx context.Context, tx store.Tx, principal string) error
 	// Prefetched holds the reads serve started when pre-receive passed
 	// (nil: none; the hooks read themselves).
 	Prefetched *Prefetch
@@ -74,11 +66,11 @@ type Env struct {
 }
 
 // limits are the push limits: the hand-off's, else the root's settings.
-func (e *Env) limits(ctx context.Context) (pushlimit.Limits, error) {
+func (e *Push) limits(ctx context.Context) (pushlimit.Limits, error) {
 	if e.Limits != nil {
 		return *e.Limits, nil
 	}
-	settings, err := e.DB.Settings(ctx)
+	settings, err := store.ReadSettings(ctx, e.DB.R())
 	if err != nil {
 		return pushlimit.Defaults(), fmt.Errorf("read push limits: %w", err)
 	}
@@ -103,17 +95,17 @@ const (
 )
 
 // baseURL returns the web UI's base URL without a trailing slash, or "".
-func (e *Env) baseURL(ctx context.Context) string {
+func (e *Push) baseURL(ctx context.Context) string {
 	u := e.URL
 	if u == "" {
-		settings, _ := e.DB.Settings(ctx)
+		settings, _ := store.ReadSettings(ctx, e.DB.R())
 		u = settings[forge.SettingURL]
 	}
 	return strings.TrimRight(u, "/")
 }
 
 // patchURL is the web page of a patch, or "" without a base URL.
-func (e *Env) patchURL(base, id string) string {
+func (e *Push) patchURL(base, id string) string {
 	if base == "" {
 		return ""
 	}
@@ -124,11 +116,11 @@ func (e *Env) patchURL(base, id string) string {
 // shown as text.Show does, so that nothing quoted in it (a title, a
 // refusal quoting a value) can act on the pusher's terminal; a pusher who
 // went away (EPIPE) must not stop the hook, so errors are dropped.
-func (e *Env) say(format string, args ...any) {
+func (e *Push) say(format string, args ...any) {
 	_, _ = io.WriteString(e.Stderr, text.Show(fmt.Sprintf(format, args...))+"\n")
 }
 
-func (e *Env) logger() *slog.Logger {
+func (e *Push) logger() *slog.Logger {
 	if e.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
