@@ -9,16 +9,11 @@ import _ "embed"
 //go:embed schema.sql
 var Schema string
 
-// HookShim is the template of the proc-receive hook: hooks/shim.
+// HookShim is the template of the pre-receive and proc-receive hooks:
+// hooks/shim.
 //
 //go:embed hooks/shim
 var HookShim string
-
-// PreReceiveShim is the template of the pre-receive hook, which runs
-// collab-hook-fast where it is installed: hooks/pre-receive.
-//
-//go:embed hooks/pre-receive
-var PreReceiveShim string
 
 // PostReceiveShim is the template of the post-receive hook, which starts
 // collab-hook only for pushes that update a branch: hooks/post-receive.

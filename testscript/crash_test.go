@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/hookdir"
-	"github.com/collab-forge/collab/internal/relay"
 )
 
 // crashForge is a forge root driven through serve.
@@ -128,12 +127,9 @@ func (f *crashForge) fsckClean(deadline time.Duration) string {
 }
 
 // killer sends SIGKILL to random collab-hook processes of root (serve and
-// the hooks; not the git they exec or start), collab-hook-fast ones beside
-// it (the hooks, which relay to serve through a shim) and the hook scripts
-// git runs from the root's hooks directory under serve, until stop is
-// closed.
-func killer(root, binary string, stop <-chan struct{}, kills, fastKills, directKills *atomic.Int64, seed uint64, maxGap int) {
-	fast := filepath.Join(filepath.Dir(binary), "collab-hook-fast")
+// the hooks; not the git they exec or start) and the hook scripts git
+// runs from the root's hooks directory under serve, until stop is closed.
+func killer(root, binary string, stop <-chan struct{}, kills, directKills *atomic.Int64, seed uint64, maxGap int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	marker := []byte("--root\x00" + root + "\x00")
 	hooks := []byte(hookdir.Dir(root) + "/")
@@ -148,7 +144,7 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills, directK
 			return
 		}
 		var pids []int
-		isFast, isDirect := map[int]bool{}, map[int]bool{}
+		isDirect := map[int]bool{}
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
 			if err != nil || pid == os.Getpid() {
@@ -161,9 +157,9 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills, directK
 			cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 			// A hook git runs from the root's hooks directory under serve
 			// (internal/hookdir) is the hook script, sh with its path there
-			// (relay.Script), or collab-hook-fast named by it.
-			direct := err == nil && (exe == fast && bytes.HasPrefix(cl, hooks) || bytes.Contains(cl, append([]byte("sh\x00"), hooks...)))
-			if !direct && exe != binary && exe != fast {
+			// (relay.Script).
+			direct := err == nil && bytes.Contains(cl, append([]byte("sh\x00"), hooks...))
+			if !direct && exe != binary {
 				continue
 			}
 			if err != nil || !(direct || bytes.Contains(cl, marker)) || bytes.Contains(cl, []byte("\x00fsck\x00")) {
@@ -181,7 +177,7 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills, directK
 				}
 			}
 			pids = append(pids, pid)
-			isFast[pid], isDirect[pid] = exe == fast, direct
+			isDirect[pid] = direct
 		}
 		if len(pids) == 0 {
 			continue
@@ -189,9 +185,6 @@ func killer(root, binary string, stop <-chan struct{}, kills, fastKills, directK
 		victim := pids[rng.IntN(len(pids))]
 		if syscall.Kill(victim, syscall.SIGKILL) == nil {
 			kills.Add(1)
-			if isFast[victim] {
-				fastKills.Add(1)
-			}
 			if isDirect[victim] {
 				directKills.Add(1)
 			}
@@ -247,7 +240,7 @@ func TestKillPushes(t *testing.T) {
 	var refusals []string
 
 	stop := make(chan struct{})
-	var kills, fastKills, directKills atomic.Int64
+	var kills, directKills atomic.Int64
 	var kwg sync.WaitGroup
 	kwg.Add(1)
 	// A kill every 150 ms on average, or every four seed pushes' time where a
@@ -258,7 +251,7 @@ func TestKillPushes(t *testing.T) {
 		maxGap = v
 	}
 	t.Logf("kills at most %d ms apart", maxGap)
-	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, &fastKills, &directKills, seed, maxGap) }()
+	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, &directKills, seed, maxGap) }()
 
 	// push retries a push until it goes through; a failure that is a
 	// refusal by collab (not a kill) is recorded.
@@ -273,7 +266,7 @@ func TestKillPushes(t *testing.T) {
 			// A hook that lost its serve to the killer says so; it was
 			// killed, not refused.
 			if strings.Contains(out, "remote: collab:") && !strings.Contains(out, "forge database unavailable") &&
-				!strings.Contains(out, relay.ErrGone.Error()) {
+				!strings.Contains(out, "the forge stopped while it ran the hook") {
 				mu.Lock()
 				refusals = append(refusals, fmt.Sprintf("git push %s (attempt %d): %s", strings.Join(args, " "), attempt, out))
 				mu.Unlock()
@@ -371,7 +364,7 @@ func TestKillPushes(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	kwg.Wait()
-	t.Logf("%d operations, %d pushes, %d failed (killed), %d kills (%d of them collab-hook-fast, %d hooks run from ROOT/hooks)", ops/workers*workers, pushes.Load(), failures.Load(), kills.Load(), fastKills.Load(), directKills.Load())
+	t.Logf("%d operations, %d pushes, %d failed (killed), %d kills (%d of them hooks run from ROOT/hooks)", ops/workers*workers, pushes.Load(), failures.Load(), kills.Load(), directKills.Load())
 	if kills.Load() < int64(ops)/20 {
 		t.Errorf("only %d kills: the test did not test much", kills.Load())
 	}

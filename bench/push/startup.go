@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +12,9 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/access"
-	"github.com/collab-forge/collab/internal/hookdir"
 	"github.com/collab-forge/collab/internal/hookenv"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/relay"
 )
 
 // startup measures what starting the hook binaries costs next to an empty
@@ -85,31 +82,10 @@ func startup(w, bin, root, repo string, env []string, n int) ([]string, error) {
 		return append(base, h.Encode()...)
 	}
 	update := oid + " " + oid + " refs/heads/startup\n"
-	child, srv, err := relay.Pair()
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
-	defer child.Close()
-	go srv.Serve(func(_ relay.Request, stdin, _, _ *os.File) int {
-		_, _ = io.Copy(io.Discard, stdin)
-		return 0
-	})
-	relayed := func() []string { return append(stamped(), relay.FDVar+"="+strconv.Itoa(relay.ChildFD)) }
-	// As git runs it from ROOT/hooks under serve: the program as fd 4.
-	prog, err := os.Open(fast)
-	if err != nil {
-		return nil, err
-	}
-	defer prog.Close()
-	direct := filepath.Join(hookdir.Dir(root), "pre-receive")
 	procs := []proc{
 		{"empty static Go binary", []string{empty}, "", nil, nil},
 		{"empty, linking modernc.org/sqlite", []string{floor}, "", nil, nil},
-		{"collab-hook-fast hook pre-receive, stamped", []string{fast, "--root", root, "hook", "pre-receive"}, update, stamped, nil},
-		{"collab-hook-fast as ROOT/hooks/pre-receive", []string{direct}, update, stamped, []*os.File{child, prog}},
 		{"collab-hook-fast keys-command (key index)", []string{fast, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil, nil},
-		{"collab-hook-fast post-receive, relayed", []string{fast, "--root", root, "hook", "post-receive"}, update, relayed, []*os.File{child}},
 		{"collab-hook hook post-receive, nothing to do", []string{bin, "--root", root, "hook", "post-receive"}, "", nil, nil},
 		{"collab-hook hook pre-receive, stamped", []string{bin, "--root", root, "hook", "pre-receive"}, update, stamped, nil},
 		{"collab-hook keys-command (key index)", []string{bin, "--root", root, "keys-command", "git", key[0], key[1]}, "", nil, nil},

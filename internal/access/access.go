@@ -15,9 +15,9 @@ import (
 )
 
 // Querier is what access reads through: store.Querier's reading half,
-// declared here so that access links no SQLite driver. The pre-receive
-// hook's lean binary (cmd/collab-hook-fast) links this package for its
-// levels and names alone, and a driver would double its start-up.
+// declared here so that access links no SQLite driver: the packages of
+// serve's hand-off (hookenv, pushcheck) link it for its levels and names
+// alone.
 type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row

@@ -2,8 +2,8 @@
 // every login and push, in the exact shapes collab itself writes (the hook
 // shims, the forced command, install.sh's AuthorizedKeysCommand), with
 // --root and --url before the command. collab-hook runs those without
-// building its whole command-line app, and collab-hook-fast decides which
-// of them it can answer without the database. Anything else, help
+// building its whole command-line app, and collab-hook-fast answers
+// keys-command from the key index. Anything else, help
 // included, goes through collab-hook's full parser, which gives the same
 // result slower.
 package fastpath

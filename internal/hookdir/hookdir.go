@@ -1,7 +1,7 @@
 // Package hookdir keeps ROOT/hooks, the hooks directory serve points
 // git-receive-pack at (core.hooksPath) so that git runs the push's hook
 // script (relay.Script: one /bin/sh that serve answers) rather than a
-// repository's /bin/sh shim that execs collab-hook-fast.
+// repository's /bin/sh shim that execs collab-hook.
 //
 // Each hook there is a symlink to /proc/self/fd/N, an fd serve hands git,
 // which git's hook processes inherit:
@@ -38,8 +38,8 @@ import (
 	"github.com/collab-forge/collab/internal/shellwords"
 )
 
-// FD is the hook script's fd in git and its hooks: after the relay's
-// socket (relay.ChildFD), the second of exec.Cmd.ExtraFiles; the
+// FD is the hook script's fd in git and its hooks: after the late
+// hand-off (hookenv.LateFD), the second of exec.Cmd.ExtraFiles; the
 // post-receive gate is the third (hookenv.GateFD).
 const FD = 4
 

@@ -19,10 +19,9 @@ import (
 // root's hooks directory (internal/hookdir) as fd GateFD: the hook script
 // (relay.Script), made per push in memory. pre-receive, the first to
 // know a push's updates, takes the gate's execute bit away when
-// post-receive would find nothing to do (serve's does, and
-// collab-hook-fast's, which decides every push serve stamped; a push it
-// hands to collab-hook keeps its post-receive). git checks a hook's mode just before it runs it, so
-// it then skips post-receive and starts no process for it at all.
+// post-receive would find nothing to do (the pre-receive serve runs
+// does). git checks a hook's mode just before it runs it, so it then
+// skips post-receive and starts no process for it at all.
 // pre-receive has exited before git moves any ref, so git never sees the
 // mode change between its check and its exec.
 //
@@ -88,10 +87,6 @@ func openScript(name string, script []byte) (*os.File, error) {
 // Shut takes the execute bit from gate, serve's own file of it, for a
 // pre-receive that serve ran.
 func Shut(gate *os.File) error { return shutGate(int(gate.Fd())) }
-
-// ShutGate takes the execute bit from the gate this process inherited at
-// GateFD, after checking that it is one.
-func ShutGate() error { return shutGate(GateFD) }
 
 func shutGate(fd int) error {
 	if err := isMemfd(fd, gateName); err != nil {
@@ -230,8 +225,8 @@ func (h Handoff) PostReceiveIdle(updates []pushcheck.Update, read CommitReader) 
 	return true, unmerged
 }
 
-// Passed is what a pre-receive that passed does about post-receive, the
-// same whether collab-hook-fast runs it or serve (Handoff.Pass).
+// Passed is what a pre-receive that passed does about post-receive
+// (Handoff.Pass).
 type Passed struct {
 	// Skipped: the gate is shut, and git skips post-receive.
 	Skipped bool

@@ -25,7 +25,6 @@ import (
 	"github.com/collab-forge/collab/internal/access"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/relay"
 )
 
 // The variables of the hand-off.
@@ -86,12 +85,16 @@ type Check struct {
 	At    time.Time
 }
 
+// oldRelayVar named the socket relay's fd; the shims of an older collab
+// still look for it, so no client may set it.
+const oldRelayVar = "COLLAB_HOOK_FD"
+
 // Owned reports whether serve sets the variable name itself, so that it
 // never copies it from its own environment (where sshd or a client could
 // have put it).
 func Owned(name string) bool {
 	switch name {
-	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, PostReceiveVar, HandoffFDVar, relay.FDVar:
+	case PrincipalVar, RootVar, URLVar, AccessVar, LimitsVar, RulesVar, PostReceiveVar, HandoffFDVar, oldRelayVar:
 		return true
 	}
 	return false

@@ -30,7 +30,9 @@ const (
 	// HandoffFDVar names the fd of the late hand-off in git and its
 	// hooks; set by serve alone (Owned).
 	HandoffFDVar = "COLLAB_HANDOFF_FD"
-	lateName     = "collab-handoff"
+	// LateFD is where serve gives git the file: its first extra file.
+	LateFD   = 3
+	lateName = "collab-handoff"
 	// maxLate bounds what a hook reads from the file: the followed
 	// branches are the largest part, at most maxScanned.
 	maxLate = 64 << 10

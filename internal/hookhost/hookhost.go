@@ -8,17 +8,15 @@
 // directory (internal/hookdir) where the repository's hooks are exactly
 // collab's shims: each hook is then one /bin/sh (relay.Script) that this
 // process answers, pre-receive included, and a post-receive with nothing
-// to do does not start at all (the gate). Elsewhere the shims run
-// collab-hook-fast, which relays proc-receive and post-receive over a
-// socket (relay.Pair).
+// to do does not start at all (the gate). Elsewhere the repository's
+// hooks run collab-hook as processes.
 //
-// COLLAB_HTTP_RELAY=off turns both off (the hooks run as processes), and
-// COLLAB_HTTP_RELAY=shims the hooks directory only. bench/http measures
-// all three in one run against stock http-backend under lighttpd (a
-// one-commit push, median wall, two runs on a 2-core machine at load
-// 4-5; docs/web.md): a branch push 0.85x and 0.99x the floor as
-// installed, 1.12x and 1.28x with shims, 1.24x and 1.21x as processes;
-// a refs/for push 1.05x and 1.17x, 1.22x and 1.40x, 1.37x and 1.48x.
+// COLLAB_HTTP_RELAY=off turns it off (the hooks run as processes).
+// bench/http measures both in one run against stock http-backend under
+// lighttpd (a one-commit push, median wall, two runs on a 2-core machine
+// at load 4-5; docs/web.md): a branch push 0.85x and 0.99x the floor as
+// installed, 1.24x and 1.21x as processes; a refs/for push 1.05x and
+// 1.17x, 1.37x and 1.48x.
 package hookhost
 
 import (
@@ -26,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -40,8 +37,7 @@ import (
 	"github.com/collab-forge/collab/internal/store"
 )
 
-// OffVar turns the relay off when set to "off", and the hooks directory
-// when set to "shims".
+// OffVar turns the relay off when set to "off".
 const OffVar = "COLLAB_HTTP_RELAY"
 
 // Host is the process's forge: where relayed hooks run.
@@ -60,8 +56,6 @@ type Host struct {
 
 // Push is one push's relay.
 type Push struct {
-	child    *os.File
-	srv      *relay.Server
 	prefetch *ops.Prefetch
 	direct   *Direct
 	hooksDir string
@@ -98,38 +92,31 @@ func (d *Direct) Close() {
 
 // Start makes the relay of principal's push to repository key at dir
 // (checked by the caller); the caller gives Files to git as its extra
-// files, Env to its environment and Config to its configuration, calls
-// Started once git runs, and Close once it ended (which waits for the
-// hooks running here). Without the relay (OffVar) it returns nil, and
-// the hooks run as processes.
+// files, Env to its environment and Config to its configuration, and
+// calls Close once git ended (which waits for the hook running here).
+// Without the relay (OffVar, or a repository whose hooks are not
+// collab's shims) it returns nil, and the hooks run as processes.
 func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, error) {
-	mode := os.Getenv(OffVar)
-	if mode == "off" {
+	if os.Getenv(OffVar) == "off" {
 		return nil, nil
 	}
-	child, srv, err := relay.Pair()
-	if err != nil {
-		return nil, err
+	direct := OpenDirect(h.Root.Dir, dir, h.Binary, h.Via, h.Log)
+	if direct == nil {
+		return nil, nil
 	}
-	p := &Push{child: child, srv: srv, prefetch: ops.NewPrefetch(context.WithoutCancel(ctx))}
-	if mode != "shims" {
-		p.direct, p.hooksDir = OpenDirect(h.Root.Dir, dir, h.Binary, h.Via, h.Log), hookdir.Dir(h.Root.Dir)
-	}
-	if p.direct != nil {
-		// Which branches post-receive scans, for pre-receive to shut the
-		// gate where the push gives it nothing to do; without them the
-		// gate stays open and post-receive runs.
-		if following, err := (&ops.Service{DB: h.DB}).Following(ctx, key); err != nil {
-			h.Log.WarnContext(ctx, "hooks", "REPO", key, "error", err.Error())
-		} else {
-			p.scanned = hookenv.ScannedEnv(following.Branches)
-			p.skips = ops.NewSkips(following)
-		}
+	p := &Push{direct: direct, hooksDir: hookdir.Dir(h.Root.Dir), prefetch: ops.NewPrefetch(context.WithoutCancel(ctx))}
+	// Which branches post-receive scans, for pre-receive to shut the gate
+	// where the push gives it nothing to do; without them the gate stays
+	// open and post-receive runs.
+	if following, err := (&ops.Service{DB: h.DB}).Following(ctx, key); err != nil {
+		h.Log.WarnContext(ctx, "hooks", "REPO", key, "error", err.Error())
+	} else {
+		p.scanned = hookenv.ScannedEnv(following.Branches)
+		p.skips = ops.NewSkips(following)
 	}
 	log := h.Log.With("RELAYED", true)
 	run := func(req relay.Request, stdin, stdout, stderr *os.File) int {
-		// Under the shims pre-receive decides itself (collab-hook-fast).
-		if !relay.Served(req.Hook) || (req.Hook == "pre-receive" && p.direct == nil) {
+		if !relay.Served(req.Hook) {
 			fmt.Fprintf(stderr, "collab: hook %q is not relayed\n", req.Hook)
 			return 1
 		}
@@ -145,10 +132,7 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 			Prefetch: p.prefetch, Skips: p.skips, Gate: gate,
 		})
 	}
-	go srv.Serve(run)
-	if p.direct != nil {
-		go p.direct.Scripts.Serve(run)
-	}
+	go p.direct.Scripts.Serve(run)
 	if p.skips != nil {
 		p.record = func() {
 			// The moves whose post-receive pre-receive skipped are
@@ -163,18 +147,14 @@ func (h *Host) Start(ctx context.Context, principal, key, dir string) (*Push, er
 // process's child start (0: the child itself) needs to run the hooks from
 // the root at rootDir's hooks directory for the repository at repoDir, or
 // nil where it may not: the repository's hooks are not exactly the shims
-// of binary (collab-hook), collab-hook-fast is not beside binary, or
-// /proc is not there to lead git through the links.
+// of binary (collab-hook), or /proc is not there to lead git through the
+// links.
 func OpenDirect(rootDir, repoDir, binary string, via int, log *slog.Logger) *Direct {
 	if binary == "" || !hookdir.Usable(rootDir, repoDir, repos.HookSet(binary, rootDir)) {
 		return nil
 	}
-	fast := filepath.Join(filepath.Dir(binary), repos.FastBinary)
-	if st, err := os.Stat(fast); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		return nil
-	}
 	d := &Direct{}
-	script := relay.Script(rootDir, fast)
+	script := relay.Script(rootDir, binary)
 	var err error
 	if d.Script, err = hookenv.OpenScript("collab-hook-script", script); err == nil {
 		if d.Gate, err = hookenv.OpenGate(script); err == nil {
@@ -198,45 +178,33 @@ func OpenDirect(rootDir, repoDir, binary string, via int, log *slog.Logger) *Dir
 	return d
 }
 
-// Files are git's extra files: the relay's socket as relay.ChildFD and,
-// for the hooks directory, the script as hookdir.FD, the gate as
+// Files are git's extra files: the script as hookdir.FD, the gate as
 // hookenv.GateFD and the script relay's pipes as relay.ReqFD and
-// relay.AnsFD (fd 6, serve's late hand-off, stays closed: here the
+// relay.AnsFD (fd 3, serve's late hand-off, stays closed: here the
 // hand-off is in the environment).
 func (p *Push) Files() []*os.File {
 	if p == nil {
 		return nil
 	}
-	if p.direct == nil {
-		return []*os.File{p.child}
-	}
-	return []*os.File{p.child, p.direct.Script, p.direct.Gate, nil, p.direct.Pipes[0], p.direct.Pipes[1]}
+	return []*os.File{nil, p.direct.Script, p.direct.Gate, p.direct.Pipes[0], p.direct.Pipes[1]}
 }
 
-// Env names the socket to the hooks, and hands pre-receive the gate's
-// facts.
+// Env hands pre-receive the gate's facts.
 func (p *Push) Env() []string {
 	if p == nil {
 		return nil
 	}
-	return append([]string{relay.FDVar + "=" + strconv.Itoa(relay.ChildFD)}, p.scanned...)
+	return p.scanned
 }
 
 // Config is git's configuration for the push ("key=value"): the hooks
-// directory, where git runs it.
+// directory.
 func (p *Push) Config() []string {
-	if p == nil || p.direct == nil {
+	if p == nil {
 		return nil
 	}
 	// A shut gate is a hook git skips, which it would say to the pusher.
 	return []string{"core.hooksPath=" + p.hooksDir, "advice.ignoredHook=false"}
-}
-
-// Started closes this process's copy of git's end of the socket.
-func (p *Push) Started() {
-	if p != nil {
-		p.child.Close()
-	}
 }
 
 // Close ends the relay once git ended: a hook still running here (its git
@@ -245,11 +213,7 @@ func (p *Push) Close() {
 	if p == nil {
 		return
 	}
-	p.child.Close()
-	p.srv.Close()
-	if p.direct != nil {
-		p.direct.Close()
-	}
+	p.direct.Close()
 	p.prefetch.Close()
 	if p.record != nil {
 		p.record()

@@ -13,15 +13,12 @@ import (
 )
 
 // OpenDirect hands git the hooks directory only where the repository's
-// hooks are exactly the shims of the binary given, with collab-hook-fast
-// beside it.
+// hooks are exactly the shims of the binary given.
 func TestOpenDirect(t *testing.T) {
 	ctx, root, db := forgetest.New(t)
 	bin := filepath.Join(t.TempDir(), "collab-hook")
-	for _, b := range []string{bin, filepath.Join(filepath.Dir(bin), repos.FastBinary)} {
-		if err := os.WriteFile(b, []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	r, err := repos.Create(ctx, root, db, "demo", false, "", bin, time.Now())
 	if err != nil {
@@ -60,7 +57,7 @@ func TestOpenDirect(t *testing.T) {
 				t.Errorf("no pre-receive link in the hooks directory: %v", err)
 			}
 			p := &Push{direct: d, hooksDir: hookdir.Dir(root.Dir)}
-			if fs := p.Files(); len(fs) != 6 || fs[1] != d.Script || fs[2] != d.Gate || fs[3] != nil {
+			if fs := p.Files(); len(fs) != 5 || fs[0] != nil || fs[1] != d.Script || fs[2] != d.Gate {
 				t.Errorf("git's extra files: %v", fs)
 			}
 			if c := p.Config(); len(c) != 2 || c[0] != "core.hooksPath="+hookdir.Dir(root.Dir) {
@@ -73,6 +70,5 @@ func TestOpenDirect(t *testing.T) {
 	if none.Files() != nil || none.Env() != nil || none.Config() != nil {
 		t.Error("a nil Push gives git something")
 	}
-	none.Started()
 	none.Close()
 }

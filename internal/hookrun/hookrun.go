@@ -24,15 +24,13 @@ import (
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/relay"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/text"
 )
 
 // Names returns the hooks Run knows: git's three, and the detached merge
 // scan post-receive starts for updates too big to scan while the pusher
-// waits. Run also takes relay.Prefetch where Hook.Prefetch is set, and
-// relay.Unmerged where Hook.Skips is.
+// waits.
 func Names() []string { return []string{"pre-receive", "proc-receive", "post-receive", "merge-scan"} }
 
 // Hook is one run of a hook.
@@ -56,17 +54,17 @@ type Hook struct {
 	// Repo, when set, is the repository key the hook must be about:
 	// serve relaying a hook of the push it serves.
 	Repo string
-	// Prefetch, when set, is the push's (serve's): relay.Prefetch starts
-	// the hooks' git reads in it, and proc-receive and post-receive take
-	// them.
+	// Prefetch, when set, is the push's (serve's): a pre-receive that
+	// passed starts the hooks' git reads in it, and proc-receive and
+	// post-receive take them.
 	Prefetch *ops.Prefetch
-	// Skips, when set, is the push's (serve's): relay.Unmerged adds to
-	// it the moves pre-receive found unmerged.
+	// Skips, when set, is the push's (serve's): pre-receive adds to it
+	// the moves it found unmerged.
 	Skips *ops.Skips
 	// Gate, when set, shuts the push's post-receive gate (serve's): a
 	// pre-receive that passed shuts it where post-receive would find
 	// nothing to do, adds the moves it found unmerged to Skips, and starts
-	// Prefetch, as collab-hook-fast's pre-receive does through the relay.
+	// Prefetch.
 	Gate func() error
 }
 
@@ -110,7 +108,7 @@ func Run(ctx context.Context, h Hook) int {
 		fmt.Fprintf(h.Stderr, "collab: %s\n", text.Show(fault.Public(err)))
 		return 1
 	}
-	if !slices.Contains(Names(), h.Name) && (h.Name != relay.Prefetch || h.Prefetch == nil) && (h.Name != relay.Unmerged || h.Skips == nil) {
+	if !slices.Contains(Names(), h.Name) {
 		return fail(fmt.Errorf("unknown hook %q", h.Name))
 	}
 	key, dir, err := pushcheck.RepoDirOf(h.Root.ReposDir(), h.Dir, getenv("GIT_DIR"))
@@ -142,8 +140,7 @@ func Run(ctx context.Context, h Hook) int {
 // database where the hand-off lacks something (closeDB closes it).
 func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(string) string, key, dir string, us []ops.Update) (e *ops.Push, closeDB func(), err error) {
 	// Where serve has just checked write access and handed off the push
-	// limits and branch rules (collab-hook-fast decides such a push
-	// itself where it is installed), or the push is local (the
+	// limits and branch rules, or the push is local (the
 	// operator's: its refs and options are not limited), pre-receive asks
 	// the database only for what the hand-off lacks.
 	if hand.Principal == access.Local && h.Name == "pre-receive" {
@@ -213,10 +210,6 @@ func dispatch(ctx context.Context, h Hook, hand hookenv.Handoff, e *ops.Push, di
 		if err != nil {
 			return fail(err)
 		}
-	case relay.Prefetch:
-		h.Prefetch.Start(ctx, e, us)
-	case relay.Unmerged:
-		h.Skips.Add(us)
 	case "merge-scan":
 		// A detached run for updates too big to scan while the pusher
 		// waits: nobody reads its output; it logs.

@@ -21,8 +21,7 @@ var errCapped = errors.New("prefetch: more commits than it keeps")
 // Prefetch runs the git reads of one push's later hooks ahead of them:
 // proc-receive's read of each refs/for tip (git.Repo.PushedRange) and the
 // merge scan's walk of each branch move. Once pre-receive has passed,
-// collab-hook-fast hands the push's updates to serve (relay.Prefetch),
-// which starts the reads on the quarantined objects: git then moves those
+// serve, which ran it, starts the reads on the quarantined objects: git then moves those
 // objects in, updates the refs and starts the hook while the reads run,
 // where the hook would otherwise start its read only then, with the pusher
 // waiting.

@@ -13,8 +13,7 @@ import (
 // access (unless e.WriteChecked), then pushcheck.Check with the push
 // limits and branch rules of the hand-off, or else of the database. A
 // refusal rejects every ref of the push; its message is one line for the
-// pusher. cmd/collab-hook-fast runs pushcheck.Check itself for a push
-// whose hand-off covers all of it; this is the rest.
+// pusher.
 func (e *Push) PreReceive(ctx context.Context, updates []Update, rawOpts []string) error {
 	start := time.Now()
 	issue, err := preReceive(ctx, e, updates, rawOpts)

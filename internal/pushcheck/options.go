@@ -3,7 +3,6 @@ package pushcheck
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,13 +215,8 @@ func line(what, v string, limit int) error {
 	return text.CheckLine("push option "+what, v, limit)
 }
 
-// EnvOptions reads the push options git hands pre- and post-receive in
-// GIT_PUSH_OPTION_COUNT and GIT_PUSH_OPTION_0….
-func EnvOptions() []string { return OptionsOf(os.Getenv) }
-
 // CarriesLease reports whether raw push options hold a lease= option: a
-// push whose tokens pre-receive checks against the database (not a
-// decision for the lean pre-receive, which has none).
+// push whose tokens pre-receive checks against the database.
 func CarriesLease(rawOpts []string) bool {
 	for _, o := range rawOpts {
 		if strings.HasPrefix(o, "lease=") || o == "lease" {
@@ -232,8 +226,8 @@ func CarriesLease(rawOpts []string) bool {
 	return false
 }
 
-// OptionsOf is EnvOptions read through getenv: a hook's environment
-// that is not this process's.
+// OptionsOf reads the push options git hands pre- and post-receive in
+// GIT_PUSH_OPTION_COUNT and GIT_PUSH_OPTION_0… through getenv.
 func OptionsOf(getenv func(string) string) []string {
 	n, err := strconv.Atoi(getenv("GIT_PUSH_OPTION_COUNT"))
 	if err != nil || n <= 0 {

@@ -3,10 +3,6 @@
 // client write under refs/collab/, no refs/for delete, and the branch rules
 // of protected branches. It reads no database: the caller hands it the
 // facts (Push), from serve's hand-off or from the database.
-//
-// It links no SQLite driver, as the pre-receive hook's lean binary
-// (cmd/collab-hook-fast) runs it on every push that serve stamped, and a
-// driver would double that process's start-up. Test: TestFastDeps.
 package pushcheck
 
 import (
@@ -16,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -116,20 +111,10 @@ func BaseOf(ref string) (string, error) {
 	return b, nil
 }
 
-// RepoDir finds the repository a hook runs in (GIT_DIR, else the working
-// directory, as git runs hooks of a bare repository there) under reposDir,
-// the root's repos directory, and returns its key, with symlinks resolved
-// on both sides before comparing.
-func RepoDir(reposDir string) (key, dir string, err error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", "", fmt.Errorf("find repository: %w", err)
-	}
-	return RepoDirOf(reposDir, wd, os.Getenv("GIT_DIR"))
-}
-
-// RepoDirOf is RepoDir for a hook that ran in wd with GIT_DIR gitDir
-// ("" as unset): one whose process is not this one.
+// RepoDirOf finds the repository a hook ran in (gitDir, its GIT_DIR, ""
+// as unset; else wd, its working directory, as git runs hooks of a bare
+// repository there) under reposDir, the root's repos directory, and
+// returns its key, with symlinks resolved on both sides before comparing.
 func RepoDirOf(reposDir, wd, gitDir string) (key, dir string, err error) {
 	d := gitDir
 	if d == "" {

@@ -13,10 +13,10 @@ import (
 )
 
 // The script relay. A hook that serve runs from the root's hooks directory
-// (internal/hookdir) is a shell script in memory (Script) rather than
-// collab-hook-fast: /bin/sh starts in a third of the time of an empty Go
-// program, and in a fifth of collab-hook-fast's where a page fault is
-// dear (3 ms against 10 ms here). The script writes its hook's name and
+// (internal/hookdir) is a shell script in memory (Script) rather than a Go
+// program: /bin/sh starts in a third of the time of an empty Go program,
+// and in a fifth of a lean one's where a page fault is dear (3 ms against
+// 10 ms here). The script writes its hook's name and
 // its process id on a pipe to serve (ReqFD) and waits for the exit code on
 // another (AnsFD). serve opens the hook's stdin, stdout and stderr through
 // /proc/PID/fd, reads its environment and working directory there too,
@@ -30,11 +30,11 @@ import (
 // Only a process git-receive-pack started may ask (serve checks the
 // grandparent's pid), and only serve's descendants hold the pipes. Where
 // serve cannot open the files (one that is not a pipe, a /proc it may not
-// read) it answers Fallback, and the script runs collab-hook-fast, which
-// relays itself over the socket or decides alone, as before.
+// read) it answers Fallback, and the script runs collab-hook, which reads
+// serve's hand-off and the database itself.
 const (
-	ReqFD    = 7
-	AnsFD    = 8
+	ReqFD    = 6
+	AnsFD    = 7
 	StdinFD  = 4
 	StdoutFD = 9
 )
@@ -42,9 +42,9 @@ const (
 // Fallback is the answer that has the script run the hook itself.
 const Fallback = "-"
 
-// Script is the hook script for the root at root, with fast the path of
-// collab-hook-fast, which runs a hook serve does not take.
-func Script(root, fast string) []byte {
+// Script is the hook script for the root at root, with binary the path of
+// collab-hook, which runs a hook serve does not take.
+func Script(root, binary string) []byte {
 	return fmt.Appendf(nil, `#!/bin/sh
 # collab: serve, which started git, runs this hook (internal/relay).
 exec %[1]d<&0 %[2]d>&1
@@ -58,7 +58,7 @@ if echo "$hook $$" >&%[3]d; then
 fi
 echo "collab: the forge stopped while it ran the hook" >&2
 exit 1
-`, StdinFD, StdoutFD, ReqFD, AnsFD, Fallback, quote(fast), quote(root))
+`, StdinFD, StdoutFD, ReqFD, AnsFD, Fallback, quote(binary), quote(root))
 }
 
 // quote is a word for sh: single-quoted, its single quotes spelled out.
@@ -77,6 +77,7 @@ type ScriptServer struct {
 	// mu keeps Close from closing the files under a running hook.
 	mu      sync.Mutex
 	started bool
+	closed  bool
 }
 
 // Pipes makes the script relay's pipes: child holds the ends git gets
@@ -142,9 +143,14 @@ func (s *ScriptServer) Serve(h Handler) {
 }
 
 // Close stops Serve, once the hook it runs (if any) is done, and closes
-// the pipes.
+// the pipes. A second Close does nothing.
 func (s *ScriptServer) Close() {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
 	started := s.started
 	s.started = true
 	s.mu.Unlock()

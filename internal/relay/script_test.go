@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -46,11 +47,11 @@ func TestParent(t *testing.T) {
 // scriptRun runs the hook script as git would under serve: a grandchild
 // of this process (git is sh here), named for hook, with the relay's
 // pipes at their fds, stdin in and its stdout and stderr returned.
-func scriptRun(t *testing.T, hook, fast, in string, h Handler) (code int, stdout, stderr string) {
+func scriptRun(t *testing.T, hook, binary, in string, h Handler) (code int, stdout, stderr string) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, hook)
-	if err := os.WriteFile(path, Script("/forge root's", fast), 0o700); err != nil {
+	if err := os.WriteFile(path, Script("/forge root's", binary), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	child, s, err := Pipes()
@@ -70,9 +71,8 @@ func scriptRun(t *testing.T, hook, fast, in string, h Handler) (code int, stdout
 	cmd.Stdin = strings.NewReader(in)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	// fds 3 to 6 stand for the relay's socket, the script, the gate and
-	// the hand-off.
-	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	// fds 3 to 5 stand for the hand-off, the script and the gate.
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, child[0], child[1]}
 	err = cmd.Run()
 	child[0].Close()
 	child[1].Close()
@@ -109,8 +109,8 @@ func TestScript(t *testing.T) {
 }
 
 // unserved starts a ScriptServer whose handler must not run, for a hook
-// that goes to collab-hook-fast: the files a hook gets at fds 3 to 8 (the
-// pipes at 7 and 8), and stop, which closes the server and says whether
+// that goes to collab-hook: the files a hook gets at fds 3 to 7 (the
+// pipes at 6 and 7), and stop, which closes the server and says whether
 // the handler ran.
 func unserved(t *testing.T) (extra []*os.File, stop func() (served bool)) {
 	t.Helper()
@@ -121,13 +121,13 @@ func unserved(t *testing.T) (extra []*os.File, stop func() (served bool)) {
 	t.Cleanup(s.Close)
 	var ran atomic.Bool
 	go s.Serve(func(Request, *os.File, *os.File, *os.File) int { ran.Store(true); return 0 })
-	return []*os.File{nil, nil, nil, nil, child[0], child[1]}, func() bool { s.Close(); return ran.Load() }
+	return []*os.File{nil, nil, nil, child[0], child[1]}, func() bool { s.Close(); return ran.Load() }
 }
 
-// A hook serve cannot take (here: not a grandchild) runs collab-hook-fast
+// A hook serve cannot take (here: not a grandchild) runs collab-hook
 // with its stdin, stdout and stderr, as the shims would.
 func TestScriptFallback(t *testing.T) {
-	_, path := scripts(t, "post-receive", "/forge root's", "echo \"fast $*\"\ncat\necho err >&2\nexit 5\n")
+	_, path := scripts(t, "post-receive", "/forge root's", "echo \"binary $*\"\ncat\necho err >&2\nexit 5\n")
 	extra, stop := unserved(t)
 	cmd := exec.Command(path) // a child: its grandparent is not this process
 	cmd.Stdin = strings.NewReader("lines\n")
@@ -136,7 +136,7 @@ func TestScriptFallback(t *testing.T) {
 	cmd.ExtraFiles = extra
 	err := cmd.Run()
 	ran := stop()
-	if cmd.ProcessState.ExitCode() != 5 || out.String() != "fast --root /forge root's hook post-receive\nlines\n" || errb.String() != "err\n" || ran {
+	if cmd.ProcessState.ExitCode() != 5 || out.String() != "binary --root /forge root's hook post-receive\nlines\n" || errb.String() != "err\n" || ran {
 		t.Fatalf("%v, stdout %q, stderr %q, served %v", err, out.String(), errb.String(), ran)
 	}
 }
@@ -157,14 +157,14 @@ func TestScriptServeGone(t *testing.T) {
 	cmd := exec.Command(path)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
-	cmd.ExtraFiles = []*os.File{nil, nil, nil, nil, child[0], child[1]}
+	cmd.ExtraFiles = []*os.File{nil, nil, nil, child[0], child[1]}
 	if err := cmd.Run(); err == nil {
 		t.Fatalf("the hook passed, stderr %q", errb.String())
 	}
 }
 
 // scripts writes, in a directory of its own, the hook script for hook
-// with the root root ("": that directory) and, for collab-hook-fast, a
+// with the root root ("": that directory) and, for collab-hook, a
 // script of body.
 func scripts(t *testing.T, hook, root, body string) (dir, path string) {
 	t.Helper()
@@ -172,12 +172,12 @@ func scripts(t *testing.T, hook, root, body string) (dir, path string) {
 	if root == "" {
 		root = dir
 	}
-	fast := filepath.Join(dir, "fast")
-	if err := os.WriteFile(fast, []byte("#!/bin/sh\n"+body), 0o700); err != nil {
+	binary := filepath.Join(dir, "binary")
+	if err := os.WriteFile(binary, []byte("#!/bin/sh\n"+body), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	path = filepath.Join(dir, hook)
-	if err := os.WriteFile(path, Script(root, fast), 0o700); err != nil {
+	if err := os.WriteFile(path, Script(root, binary), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return dir, path
@@ -198,10 +198,10 @@ func contains(env []string, kv string) bool {
 	return false
 }
 
-// A hook whose stdout is a file, not a pipe, runs collab-hook-fast: a file
+// A hook whose stdout is a file, not a pipe, runs collab-hook: a file
 // opened through /proc would be written from its start.
 func TestScriptNotPipe(t *testing.T) {
-	dir, path := scripts(t, "pre-receive", "", "echo \"fast $*\"\n")
+	dir, path := scripts(t, "pre-receive", "", "echo \"binary $*\"\n")
 	out, err := os.Create(filepath.Join(dir, "out"))
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,30 @@ func TestScriptNotPipe(t *testing.T) {
 	}
 	ran := stop()
 	b, err := os.ReadFile(out.Name())
-	if err != nil || string(b) != "kept\nfast --root "+dir+" hook pre-receive\n" || ran {
+	if err != nil || string(b) != "kept\nbinary --root "+dir+" hook pre-receive\n" || ran {
 		t.Fatalf("out %q, %v, served %v", b, err, ran)
+	}
+}
+
+// Close may come before Serve has started, and twice (serve closes the
+// relay once git is done and again on its way out): neither waits.
+func TestScriptServerCloseTwice(t *testing.T) {
+	child, s, err := Pipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer child[0].Close()
+	defer child[1].Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Close()
+		s.Serve(func(Request, *os.File, *os.File, *os.File) int { t.Error("served after Close"); return 0 })
+		s.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for a Serve that never ran")
 	}
 }

@@ -149,11 +149,11 @@ func Configure(ctx context.Context, root forge.Root, dir, binary string) error {
 }
 
 // HookSet is the root's hooks directory for binary (hookdir): every
-// hook's shim, and git runs collab-hook-fast itself for pre-receive and
-// proc-receive, and through the post-receive gate for post-receive, which
-// pre-receive shuts where post-receive would have nothing to do (a
-// refs/for push, or a branch move that cannot merge a patch:
-// hookenv.PostReceiveIdle): then no program starts for it at all.
+// hook's shim, and git runs the hook script (relay.Script) for
+// pre-receive and proc-receive, and through the post-receive gate for
+// post-receive, which pre-receive shuts where post-receive would have
+// nothing to do (a refs/for push, or a branch move that cannot merge a
+// patch: hookenv.PostReceiveIdle): then no program starts for it at all.
 func HookSet(binary, rootDir string) hookdir.Set {
 	s := hookdir.Set{Shims: make(map[string]string, len(Hooks)),
 		Links: map[string]string{"pre-receive": hookdir.Script, "proc-receive": hookdir.Script, "post-receive": hookdir.Gate}}
@@ -170,21 +170,12 @@ func Config() [][2]string { return append([][2]string(nil), gitConfig...) }
 // ShimMode is a hook shim's mode: git runs it as the forge's user.
 const ShimMode = 0o750
 
-// FastBinary is the lean collab-hook (cmd/collab-hook-fast) that the
-// shims run where it lies beside collab-hook: for every pre-receive, and
-// for proc-receive and post-receive under serve (which it relays to).
-const FastBinary = "collab-hook-fast"
-
 // Shim is the text of hook h: exec BINARY --root ROOT hook H; for
-// post-receive only when the push updates a branch; through
-// collab-hook-fast beside BINARY where it can run (pre-receive), and where
-// serve relays the hooks (proc-receive, post-receive).
+// post-receive only when the push updates a branch. Under serve (or
+// collab-web's git over HTTPS) git runs the root's hooks directory
+// instead where a repository's hooks are exactly these (hookdir.Usable).
 func Shim(binary, rootDir, hook string) string {
-	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook,
-		"{{FAST}}", shellwords.Quote(filepath.Join(filepath.Dir(binary), FastBinary)))
-	if hook == "pre-receive" {
-		return r.Replace(collab.PreReceiveShim)
-	}
+	r := strings.NewReplacer("{{BINARY}}", shellwords.Quote(binary), "{{ROOT}}", shellwords.Quote(rootDir), "{{HOOK}}", hook)
 	if hook == "post-receive" {
 		return r.Replace(collab.PostReceiveShim)
 	}

@@ -1,7 +1,6 @@
 package repos
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,67 +53,44 @@ func TestPreReceiveShimAlwaysChecksBranches(t *testing.T) {
 	}
 }
 
-// The shims run collab-hook-fast where it lies beside collab-hook and can
-// run, with the same arguments and git's lines: pre-receive always,
-// proc-receive and post-receive only under serve (COLLAB_HOOK_FD), which
-// they relay to; collab-hook otherwise.
-func TestShimFastBinary(t *testing.T) {
+// Every shim runs collab-hook, with the same arguments and git's lines,
+// whatever a client or an old serve left in the environment (the socket
+// relay's COLLAB_HOOK_FD, which older shims followed).
+func TestShimRunsCollabHook(t *testing.T) {
 	const in = "1111111111111111111111111111111111111111 2222222222222222222222222222222222222222 refs/heads/main\n"
-	for _, tc := range []struct {
-		hook      string
-		fastMode  os.FileMode // 0: no collab-hook-fast
-		underServ bool
-		want      string
-	}{
-		{"pre-receive", 0, false, "full"},
-		{"pre-receive", 0o644, false, "full"},
-		{"pre-receive", 0o755, false, "fast"},
-		{"pre-receive", 0o755, true, "fast"},
-		{"proc-receive", 0o755, false, "full"},
-		{"proc-receive", 0o644, true, "full"},
-		{"proc-receive", 0, true, "full"},
-		{"proc-receive", 0o755, true, "fast"},
-		{"post-receive", 0o755, false, "full"},
-		{"post-receive", 0o644, true, "full"},
-		{"post-receive", 0o755, true, "fast"},
-	} {
-		t.Run(fmt.Sprintf("%s/%o/%v", tc.hook, tc.fastMode, tc.underServ), func(t *testing.T) {
-			dir := t.TempDir()
-			rec := filepath.Join(dir, "rec")
-			stub := func(name string) string {
-				return "#!/bin/sh\nprintf '" + name + " %s\\n' \"$*\" > " + rec + "\ncat >> " + rec + "\n"
-			}
-			bin := filepath.Join(dir, "collab-hook")
-			if err := os.WriteFile(bin, []byte(stub("full")), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if tc.fastMode != 0 {
-				if err := os.WriteFile(filepath.Join(dir, FastBinary), []byte(stub("fast")), tc.fastMode); err != nil {
+	for _, hook := range []string{"pre-receive", "proc-receive", "post-receive"} {
+		for _, fd := range []string{"", "3"} {
+			t.Run(hook+"/"+fd, func(t *testing.T) {
+				dir := t.TempDir()
+				rec := filepath.Join(dir, "rec")
+				stub := "#!/bin/sh\nprintf 'full %s\\n' \"$*\" > " + rec + "\ncat >> " + rec + "\n"
+				bin := filepath.Join(dir, "collab-hook")
+				if err := os.WriteFile(bin, []byte(stub), 0o755); err != nil {
 					t.Fatal(err)
 				}
-			}
-			shim := filepath.Join(dir, tc.hook)
-			if err := os.WriteFile(shim, []byte(Shim(bin, "/srv/collab", tc.hook)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command("/bin/sh", shim)
-			cmd.Env = append(os.Environ(), "COLLAB_HOOK_FD=")
-			if tc.underServ {
-				cmd.Env = append(cmd.Env, "COLLAB_HOOK_FD=3")
-			}
-			cmd.Stdin = strings.NewReader(in)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("shim: %v: %s", err, out)
-			}
-			got, err := os.ReadFile(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := tc.want + " --root /srv/collab hook " + tc.hook + "\n" + in
-			// post-receive's here-document ends with one empty line.
-			if g := strings.TrimSuffix(string(got), "\n"); string(got) != want && g != want {
-				t.Errorf("ran %q, want %q", got, want)
-			}
-		})
+				if err := os.WriteFile(filepath.Join(dir, "collab-hook-fast"), []byte("#!/bin/sh\nexit 9\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				shim := filepath.Join(dir, hook)
+				if err := os.WriteFile(shim, []byte(Shim(bin, "/srv/collab", hook)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command("/bin/sh", shim)
+				cmd.Env = append(os.Environ(), "COLLAB_HOOK_FD="+fd)
+				cmd.Stdin = strings.NewReader(in)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("shim: %v: %s", err, out)
+				}
+				got, err := os.ReadFile(rec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := "full --root /srv/collab hook " + hook + "\n" + in
+				// post-receive's here-document ends with one empty line.
+				if g := strings.TrimSuffix(string(got), "\n"); string(got) != want && g != want {
+					t.Errorf("ran %q, want %q", got, want)
+				}
+			})
+		}
 	}
 }

@@ -12,15 +12,8 @@ import (
 // TestPostReceiveShim runs the post-receive shim under /bin/sh with a
 // stand-in for collab-hook that records its arguments and stdin: it must
 // start for every push that updates a branch, with git's lines unchanged,
-// and only then; under serve (COLLAB_HOOK_FD) the same holds of
-// collab-hook-fast, and collab-hook does not start.
+// and only then.
 func TestPostReceiveShim(t *testing.T) {
-	for _, relay := range []bool{false, true} {
-		t.Run(fmt.Sprintf("relay=%v", relay), func(t *testing.T) { testPostReceiveShim(t, relay) })
-	}
-}
-
-func testPostReceiveShim(t *testing.T, relay bool) {
 	dir := filepath.Join(t.TempDir(), "bin dir") // a path that needs quoting
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -28,14 +21,7 @@ func testPostReceiveShim(t *testing.T, relay bool) {
 	rec := filepath.Join(dir, "rec")
 	bin := filepath.Join(dir, "collab-hook")
 	stub := "#!/bin/sh\nprintf '%s\\n' \"$*\" > '" + rec + ".args'\ncat > '" + rec + ".in'\n"
-	env := append(os.Environ(), "COLLAB_HOOK_FD=")
-	if relay {
-		env = append(env, "COLLAB_HOOK_FD=3")
-		if err := os.WriteFile(filepath.Join(dir, FastBinary), []byte(stub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		stub = "#!/bin/sh\necho collab-hook ran >&2; exit 1\n"
-	}
+	env := os.Environ()
 	if err := os.WriteFile(bin, []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}

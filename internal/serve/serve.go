@@ -89,9 +89,9 @@ type Request struct {
 	Start func(ctx context.Context, path string, argv, env []string, stdin, stdout *os.File, files []*os.File) (wait func() (int, error), err error)
 	// Binary is collab-hook's absolute path, which the repositories' hook
 	// shims name. Where it is set and a repository's hooks are exactly
-	// those shims, and collab-hook-fast lies beside it, git runs the hook
-	// script (relay.Script), which serve answers, as the hooks, from the
-	// root's hooks directory (internal/hookdir).
+	// those shims, git runs the hook script (relay.Script), which serve
+	// answers, as the hooks, from the root's hooks directory
+	// (internal/hookdir).
 	Binary string
 }
 
@@ -308,18 +308,16 @@ func withInputSize(argv []string, n int64) []string {
 // access check, with nothing passing between git and the client until
 // the check has passed (held): git's output goes out once it has, the
 // client's input goes in once the facts the hooks need are in the late
-// hand-off (hookenv.Late) and it is sealed. Once git runs,
-// serve runs the hooks that relay themselves to it with its database: a
-// push then starts one process that opens it, not three. Where it can
-// (hookhost.OpenDirect), it has git run the hook script from the root's hooks
-// directory, which hands serve all three hooks (relay.ScriptServer);
-// otherwise the shims run collab-hook-fast, which relays proc-receive
-// and post-receive over the socket (relay.Server). A hook that cannot
-// reach serve (serve killed, or collab-hook-fast missing) runs itself as
-// before.
+// hand-off (hookenv.Late) and it is sealed. Where it can
+// (hookhost.OpenDirect), it has git run the hook script from the root's
+// hooks directory, which hands serve all three hooks (relay.ScriptServer),
+// run with serve's database: a push then starts no process that opens it.
+// Otherwise (a repository whose hooks are not collab's shims) the
+// repository's hooks run collab-hook, which reads the hand-off; so does a
+// hook that cannot reach serve (serve killed).
 //
 // ok is false, with nothing done, where git cannot be started so (a bad
-// command line, no such repository, no socket for the relay): Run then
+// command line, no such repository, no memfd for the hand-off): Run then
 // goes its ordinary way, which refuses or execs git.
 func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []string, start time.Time, refuse func(error, ...any) int) (code int, ok bool) {
 	const prog = "git-receive-pack"
@@ -419,7 +417,6 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 			return fail(err), true
 		}
 	}
-	go gf.srv.Serve(run)
 	if gf.direct != nil {
 		go gf.direct.Scripts.Serve(run)
 	}
@@ -428,7 +425,9 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 	}
 	code, err, cerr := g.finish()
 	// A hook killed while serve ran it has its work finished here.
-	gf.srv.Close()
+	if gf.direct != nil {
+		gf.direct.Close()
+	}
 	prefetch.Close()
 	if skips != nil {
 		// The moves whose post-receive pre-receive skipped are scanned
@@ -450,14 +449,11 @@ func receivePack(ctx context.Context, r *Request, log *slog.Logger, words []stri
 }
 
 // gitFiles are what serve hands git-receive-pack besides its command
-// line: the relay's socket, the hook script and the post-receive gate
-// where serve runs the hooks itself (direct), the late hand-off, and the
-// environment and configuration that name them (docs/push.md has the
-// table of fds and variables).
+// line: the late hand-off (fd 3), and the hook script, the post-receive
+// gate and the script relay's pipes where serve runs the hooks itself
+// (direct), and the environment and configuration that name them
+// (docs/push.md has the table of fds and variables).
 type gitFiles struct {
-	// srv serves the relay's socket; child is git's end (fd 3).
-	srv     *relay.Server
-	child   *os.File
 	handoff *hookenv.Late
 	// direct is the hook script, the gate and their pipes; nil where the
 	// repository's own hooks run (its shims).
@@ -471,18 +467,13 @@ type gitFiles struct {
 // openGitFiles makes the files for a push into dir; ok is false where
 // one cannot be made (serve then runs git its ordinary way).
 func openGitFiles(ctx context.Context, r *Request, log *slog.Logger, dir string, env []string) (gf *gitFiles, ok bool) {
-	child, srv, err := relay.Pair()
-	if err != nil {
-		log.WarnContext(ctx, "relay", "error", err.Error())
-		return nil, false
-	}
-	gf = &gitFiles{srv: srv, child: child, env: env, hooks: "shims"}
+	gf = &gitFiles{env: env, hooks: "shims"}
+	var err error
 	if gf.handoff, err = hookenv.OpenLate(); err != nil {
 		log.WarnContext(ctx, "hand-off", "error", err.Error())
-		gf.close()
 		return nil, false
 	}
-	gf.files = []*os.File{child} // relay.ChildFD
+	gf.files = []*os.File{gf.handoff.Git} // hookenv.LateFD
 	// git's housekeeping check (gc --auto), which receive-pack would run
 	// while the pusher waits, runs once git is done, detached.
 	gf.config = []string{"receive.autogc=false"}
@@ -497,8 +488,7 @@ func openGitFiles(ctx context.Context, r *Request, log *slog.Logger, dir string,
 		gf.config = append(gf.config, "core.hooksPath="+hookdir.Dir(r.Root.Dir), "advice.ignoredHook=false")
 		gf.hooks = "direct"
 	}
-	gf.files = append(gf.files, gf.handoff.Git)
-	gf.env = append(gf.env, relay.FDVar+"="+strconv.Itoa(relay.ChildFD), hookenv.HandoffFDVar+"="+strconv.Itoa(2+len(gf.files)))
+	gf.env = append(gf.env, hookenv.HandoffFDVar+"="+strconv.Itoa(hookenv.LateFD))
 	if gf.direct != nil {
 		gf.files = append(gf.files, gf.direct.Pipes[0], gf.direct.Pipes[1]) // relay.ReqFD, relay.AnsFD
 	}
@@ -512,8 +502,6 @@ func (gf *gitFiles) close() {
 	if gf.handoff != nil {
 		gf.handoff.Close()
 	}
-	gf.child.Close()
-	gf.srv.Close()
 }
 
 // handOff reads the branch rules and, where serve runs the hooks itself,
@@ -546,8 +534,8 @@ func (gf *gitFiles) handOff(ctx context.Context, log *slog.Logger, db *store.DB,
 	return pairs, skips, nil
 }
 
-// hookRunner is how serve runs a hook that git's hook process hands it
-// (over the script's pipes or the socket), with serve's database.
+// hookRunner is how serve runs a hook that git's hook script hands it
+// over the script relay's pipes, with serve's database.
 func (gf *gitFiles) hookRunner(ctx context.Context, r *Request, db *store.DB, key string, pairs []string, prefetch *ops.Prefetch, skips *ops.Skips) func(relay.Request, *os.File, *os.File, *os.File) int {
 	return func(req relay.Request, stdin, stdout, stderr *os.File) int {
 		if !relay.Served(req.Hook) {
@@ -555,7 +543,7 @@ func (gf *gitFiles) hookRunner(ctx context.Context, r *Request, db *store.DB, ke
 			return 1
 		}
 		var gate func() error
-		if req.Hook == "pre-receive" && gf.direct != nil && skips != nil {
+		if req.Hook == "pre-receive" && skips != nil {
 			gate = func() error { return hookenv.Shut(gf.direct.Gate) }
 		}
 		// Like a hook process, which serve's SIGTERM does not reach, a

@@ -261,9 +261,9 @@ func TestCleanEnvironment(t *testing.T) {
 	}
 }
 
-// With Spawn, serve runs receive-pack as its child with the relay's socket
-// as fd 3, named by its own COLLAB_HOOK_FD (never one it inherited), and
-// exits with git's code; upload-pack is still exec'd.
+// With Start, serve runs receive-pack as its child with the late
+// hand-off as fd 3, named by its own COLLAB_HANDOFF_FD (never one it
+// inherited), and exits with git's code; upload-pack is still exec'd.
 func TestReceivePackRelays(t *testing.T) {
 	f := setup(t)
 	var spawned [][]string
@@ -272,19 +272,18 @@ func TestReceivePackRelays(t *testing.T) {
 			spawned = append(spawned, argv)
 			var fds []string
 			for _, kv := range env {
-				if strings.HasPrefix(kv, relay.FDVar+"=") {
+				if strings.HasPrefix(kv, hookenv.HandoffFDVar+"=") || strings.HasPrefix(kv, "COLLAB_HOOK_FD=") {
 					fds = append(fds, kv)
 				}
 			}
-			if len(fds) != 1 || fds[0] != relay.FDVar+"=3" {
+			if len(fds) != 1 || fds[0] != hookenv.HandoffFDVar+"=3" {
 				t.Errorf("env has %q", fds)
 			}
-			if len(files) != 2 {
+			if len(files) != 1 {
 				t.Fatalf("%d files", len(files))
 			}
-			typ, err := syscall.GetsockoptInt(int(files[0].Fd()), syscall.SOL_SOCKET, syscall.SO_TYPE)
-			if err != nil || typ != syscall.SOCK_SEQPACKET {
-				t.Errorf("fd 3 is not the relay's socket: %d, %v", typ, err)
+			if late := hookenv.ReadLate(files[0].Fd()); late[hookenv.AccessVar] == "" {
+				t.Errorf("fd 3 is not the sealed hand-off: %q", late)
 			}
 			return 5, nil
 		})
@@ -299,20 +298,17 @@ func TestReceivePackRelays(t *testing.T) {
 	}
 }
 
-// Where demo.git's hooks are exactly the shims for serve's binary and
-// collab-hook-fast lies beside it, git is pointed at the root's hooks
-// directory and handed the hook script as fd 4 (relay.Script, which falls
-// back to that program); otherwise it runs the repository's hooks, as it
-// would without serve.
+// Where demo.git's hooks are exactly the shims for serve's binary, git
+// is pointed at the root's hooks directory and handed the hook script as
+// fd 4 (relay.Script, which falls back to that binary); otherwise it runs
+// the repository's hooks, as it would without serve.
 func TestReceivePackDirectHooks(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	bin := t.TempDir()
 	binary := filepath.Join(bin, "collab-hook")
-	for _, b := range []string{binary, filepath.Join(bin, repos.FastBinary)} {
-		if err := os.WriteFile(b, []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(binary, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	demo := filepath.Join(f.root.ReposDir(), "demo.git")
 	hooksPath := "core.hooksPath=" + filepath.Join(f.root.Dir, "hooks")
@@ -339,11 +335,6 @@ func TestReceivePackDirectHooks(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, true},
-		{"collab-hook-fast missing", binary, func(t *testing.T) {
-			if err := os.Remove(filepath.Join(bin, repos.FastBinary)); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.change(t)
@@ -355,14 +346,11 @@ func TestReceivePackDirectHooks(t *testing.T) {
 				r.Start = fakeStart(func(_ string, a, e []string, fs []*os.File) (int, error) {
 					argv, env, files = a, e, fs
 					n, err := strconv.Atoi(hookenv.Getenv(e)(hookenv.HandoffFDVar))
-					if err != nil || n < 3 || n-3 >= len(fs) {
+					if err != nil || n != hookenv.LateFD || len(fs) == 0 {
 						t.Fatalf("%s in %q with %d files", hookenv.HandoffFDVar, e, len(fs))
 					}
-					late = hookenv.ReadLate(fs[n-3].Fd())
-					if len(fs) == 6 { // what git would run: the hook script and the gate, and the script's pipes
-						if n != 6 {
-							t.Errorf("hand-off at fd %d, want 6", n)
-						}
+					late = hookenv.ReadLate(fs[0].Fd())
+					if len(fs) == 5 { // what git would run: the hook script and the gate, and the script's pipes
 						for i, name := range map[int]string{1: "collab-hook-script", 2: "collab-post-receive"} {
 							link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fs[i].Fd())))
 							if err != nil || !strings.HasPrefix(link, "/memfd:"+name) {
@@ -370,8 +358,8 @@ func TestReceivePackDirectHooks(t *testing.T) {
 							}
 						}
 						script, err := os.ReadFile("/proc/self/fd/" + strconv.Itoa(int(fs[1].Fd())))
-						if err != nil || !strings.HasPrefix(string(script), "#!/bin/sh\n") || !strings.Contains(string(script), filepath.Join(bin, repos.FastBinary)) {
-							t.Errorf("hook script %q, %v; want sh, falling back to collab-hook-fast", script, err)
+						if err != nil || !strings.HasPrefix(string(script), "#!/bin/sh\n") || !strings.Contains(string(script), binary) {
+							t.Errorf("hook script %q, %v; want sh, falling back to collab-hook", script, err)
 						}
 						for _, fd := range []int{relay.ReqFD, relay.AnsFD} {
 							if st, err := fs[fd-3].Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
@@ -386,7 +374,7 @@ func TestReceivePackDirectHooks(t *testing.T) {
 				t.Fatalf("serve: exit %d: %s", res.code, res.stderr)
 			}
 			named := slices.Contains(argv, hooksPath)
-			if named != tc.direct || len(files) != map[bool]int{true: 6, false: 2}[tc.direct] {
+			if named != tc.direct || len(files) != map[bool]int{true: 5, false: 1}[tc.direct] {
 				t.Errorf("argv %q with %d files; want direct hooks: %v", argv, len(files), tc.direct)
 			}
 			// With the gate: the branches it follows (none yet), and git

@@ -274,7 +274,6 @@ func (s *Server) runBackend(w http.ResponseWriter, r *http.Request, g gitRoute, 
 		s.gitFail(w, r, fault.Wrap(err, "cannot start git"))
 		return err
 	}
-	relayed.Started()
 	// The body is copied here rather than by exec, so that this handler
 	// knows whether a read of it is still waiting when git is done.
 	copied := make(chan struct{})
