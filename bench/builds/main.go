@@ -23,7 +23,9 @@
 // bin/ built; the new build is this tree's bin/. -old-env sets K=V in the
 // old side's serve (and the hooks it starts): with -old . it measures one
 // build with a speed trick's switch off ("old") against the same build
-// with it on ("new"), e.g. -old . -old-env COLLAB_NO_PREFAULT=1.
+// with it on ("new"), e.g. -old . -old-env COLLAB_NO_PREFAULT=1. The old
+// side's root is made with the switches set too, so that one of the
+// repository's layout (COLLAB_ODB_LINK=off) is measured the same way.
 package main
 
 import (
@@ -168,7 +170,11 @@ func run(oldTree string, n int, oldEnv []string) error {
 			{"init", "--url", "http://bench.test"}, {"repo", "create", "demo"},
 			{"user", "add", "bench"}, {"grant", "bench", "demo", "write"},
 		} {
-			if err := sh(w, "", append([]string{hook, "--root", root}, args...)...); err != nil {
+			// The old side's switches hold for making its root too: a
+			// switch of the repository's layout (COLLAB_ODB_LINK) takes
+			// effect there.
+			cmd := append([]string{"env"}, append(map[bool][]string{true: oldEnv}[b == "old"], hook, "--root", root)...)
+			if err := sh(w, "", append(cmd, args...)...); err != nil {
 				return err
 			}
 		}

@@ -224,7 +224,7 @@ func (c *Checker) repo(ctx context.Context, key string) error {
 // objects moves a repository's objects to repos.ObjectStore where they
 // are still in objects/ (a repository made before collab did so).
 func (c *Checker) objects(name, dir string) error {
-	if !repos.Unrelocated(dir) {
+	if repos.LinkOff() || !repos.Unrelocated(dir) {
 		return nil
 	}
 	const found = "objects/ is not yet the link to " + repos.ObjectStore + "/: each push's connectivity check starts a process"

@@ -25,7 +25,17 @@ import (
 // the objects) of a repository whose objects/ is a symlink ("failed to
 // start iterator over '.../objects': Not a directory"); a clone with
 // --no-local, or of a file:// URL, works.
+//
+// COLLAB_ODB_LINK=off (LinkVar) in the environment of repo create, fsck
+// and restore keeps the stock layout, for measuring it: go run
+// ./bench/builds -old . -old-env COLLAB_ODB_LINK=off.
 const ObjectStore = "odb"
+
+// LinkVar turns the move to ObjectStore off when set to "off".
+const LinkVar = "COLLAB_ODB_LINK"
+
+// LinkOff reports whether LinkVar turns the move off in this process.
+func LinkOff() bool { return os.Getenv(LinkVar) == "off" }
 
 // Unrelocated reports whether the repository at dir keeps its objects
 // in DIR/objects itself, a real directory, where collab would put them
@@ -40,11 +50,11 @@ func Unrelocated(dir string) bool {
 // leaves in its place the link to it, in one rename that swaps the two
 // names (renameat2 RENAME_EXCHANGE), so that at no moment does
 // DIR/objects lead nowhere: a git serving the repository meanwhile never
-// misses an object. It does nothing (false) where the repository is not
-// Unrelocated, or where the filesystem cannot swap names (EINVAL): the
+// misses an object. It does nothing (false) where LinkOff, where the
+// repository is not Unrelocated, or where the filesystem cannot swap names (EINVAL): the
 // stock layout stays there, and costs each push git's process.
 func Relocate(dir string) (moved bool, err error) {
-	if !Unrelocated(dir) {
+	if LinkOff() || !Unrelocated(dir) {
 		return false, nil
 	}
 	objects, store := filepath.Join(dir, "objects"), filepath.Join(dir, ObjectStore)

@@ -110,3 +110,19 @@ func symlink(t *testing.T, target, at string) {
 		t.Fatal(err)
 	}
 }
+
+// COLLAB_ODB_LINK=off keeps the stock layout: Relocate moves nothing.
+func TestRelocateOff(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "objects"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(LinkVar, "off")
+	if moved, err := Relocate(dir); moved || err != nil || !Unrelocated(dir) {
+		t.Fatalf("Relocate = %v, %v; the objects moved: %v", moved, err, !Unrelocated(dir))
+	}
+	t.Setenv(LinkVar, "")
+	if moved, err := Relocate(dir); !moved || err != nil || Unrelocated(dir) {
+		t.Fatalf("Relocate = %v, %v with the switch on", moved, err)
+	}
+}
