@@ -132,34 +132,11 @@ func (e *Push) PostReceive(ctx context.Context, updates []Update, budget int) (d
 			deferred = append(deferred, u)
 			continue
 		}
-		var segs []Segment
 		from, has := scanned[branch]
-		if has && from != u.Old && u.Old != git.ZeroOID {
-			if segs, err = e.missed(ctx, branch, from, u.Old); err != nil {
-				return deferred, err
-			}
+		segs, err := e.segmentsOf(ctx, u, branch, from, has, tg, updates, &others)
+		if err != nil {
+			return deferred, err
 		}
-		own := Segment{Old: u.Old, New: u.New, By: e.Principal}
-		if len(segs) == 0 {
-			// The first scan of this run: nothing recorded since tg was read.
-			own.targets = tg
-		}
-		if u.Old == git.ZeroOID {
-			// A new branch: what no other branch or tag reached before this
-			// push. refs/collab/* is never excluded: it reaches every pinned
-			// revision, which are exactly the commits being looked for.
-			if others == nil {
-				if others, err = e.tipsBefore(ctx, updates); err != nil {
-					return nil, err
-				}
-			}
-			for ref, oid := range others {
-				if ref != u.Ref {
-					own.Exclude = append(own.Exclude, oid)
-				}
-			}
-		}
-		segs = append(segs, own)
 		log := e.logger().With("PRINCIPAL", e.Principal, "REPO", e.Repo, "REF", u.Ref, "OLD_OID", u.Old, "NEW_OID", u.New)
 		ms0 := time.Now()
 		taken := e.prefetched
@@ -189,6 +166,43 @@ func (e *Push) PostReceive(ctx context.Context, updates []Update, budget int) (d
 		}
 	}
 	return deferred, nil
+}
+
+// segmentsOf are the moves of branch to scan for update u: first those
+// the scan missed since from, its scanned tip (has: there is one), as the
+// reflog names them, then u itself, which takes tg (the open patches read
+// for it) where nothing comes before it. u creating the branch excludes
+// what the push's other refs reached before it (others, read once a push).
+func (e *Push) segmentsOf(ctx context.Context, u Update, branch, from string, has bool, tg *targets, updates []Update, others *map[string]string) ([]Segment, error) {
+	var segs []Segment
+	if has && from != u.Old && u.Old != git.ZeroOID {
+		var err error
+		if segs, err = e.missed(ctx, branch, from, u.Old); err != nil {
+			return nil, err
+		}
+	}
+	own := Segment{Old: u.Old, New: u.New, By: e.Principal}
+	if len(segs) == 0 {
+		// The first scan of this run: nothing recorded since tg was read.
+		own.targets = tg
+	}
+	if u.Old == git.ZeroOID {
+		// A new branch: what no other branch or tag reached before this
+		// push. refs/collab/* is never excluded: it reaches every pinned
+		// revision, which are exactly the commits being looked for.
+		if *others == nil {
+			var err error
+			if *others, err = e.tipsBefore(ctx, updates); err != nil {
+				return nil, err
+			}
+		}
+		for ref, oid := range *others {
+			if ref != u.Ref {
+				own.Exclude = append(own.Exclude, oid)
+			}
+		}
+	}
+	return append(segs, own), nil
 }
 
 // branchMoves are the updates that move or create a branch.
