@@ -6,6 +6,20 @@
 // git's environment (the part it reads from the database, for a push it
 // holds git for, into the late hand-off: late.go), the hooks Decode it.
 //
+// Everything git and its hooks get from serve (docs/push.md has the same
+// table; fds 4 to 7 only where git runs the root's hooks directory):
+//
+//	fd 3, COLLAB_HANDOFF_FD   the late hand-off, sealed (LateFD, Late)
+//	fd 4                      the hook script (hookdir.FD, relay.Script)
+//	fd 5                      the post-receive gate (GateFD, OpenGate)
+//	fds 6, 7                  the script relay's pipes (relay.ReqFD, AnsFD)
+//	COLLAB_PRINCIPAL, _ROOT, _URL                  the early hand-off
+//	COLLAB_ACCESS, _PUSH_LIMITS, _BRANCH_RULES,    in the late hand-off (or
+//	COLLAB_POST_RECEIVE                            the environment over HTTP)
+//
+// Over HTTP collab-web gives the same fds 4 to 7 and the whole hand-off in
+// the environment; a push through a local path gets none of it.
+//
 // The post-receive gate (gate.go) lets git skip post-receive where it
 // would find nothing to do, and the proof that a move of a followed branch
 // merges nothing (Unmerged) lets it skip it on an ordinary push to a
