@@ -6,9 +6,7 @@
 // refs/for). collab-web's side authenticates a token and runs the same
 // http-backend with collab's hooks; the difference is what collab costs.
 //
-// Two more collab-webs show what internal/hookhost gains: with
-// COLLAB_HTTP_RELAY=shims the repository's shims run collab-hook-fast,
-// which relays proc-receive and post-receive into collab-web; with
+// One more collab-web shows what internal/hookhost gains: with
 // COLLAB_HTTP_RELAY=off the hooks run as processes.
 //
 // It prints wall medians and the ratios to the floor. Goals (issue 41):
@@ -150,9 +148,8 @@ func run(commits, runs int) error {
 
 	// collab-web, and lighttpd running git http-backend as plain CGI.
 	// collab-web as installed (the root's hooks directory, answered in
-	// process), with the repository's shims relaying into it, and with
-	// the hooks as processes (hookhost's switch).
-	variants := []struct{ name, relay string }{{"collab-web", ""}, {"shims", "shims"}, {"no relay", "off"}}
+	// process), and with the hooks as processes (hookhost's switch).
+	variants := []struct{ name, relay string }{{"collab-web", ""}, {"no relay", "off"}}
 	ports := make([]int, len(variants))
 	for i, v := range variants {
 		if ports[i], err = freePort(); err != nil {
