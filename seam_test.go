@@ -1,7 +1,7 @@
 package collab_test
 
 // The store seam of docs/scale.md: the use-case layer reaches the
-// database only through internal/store's DB (Write, Read, R, Ping) and
+// database only through internal/store's DB (Write, Read, R, Ping and the cached Settings) and
 // its Tx and Querier, which it hands to the domain packages; the SQL,
 // and so the dialect, lives in those packages. A PostgreSQL store then
 // replaces internal/store and the domain packages' SQL, not the use cases.
@@ -19,7 +19,7 @@ import (
 )
 
 // seamMethods are the methods of *store.DB a use case may call.
-var seamMethods = []string{"Write", "Read", "R", "Ping"}
+var seamMethods = []string{"Write", "Read", "R", "Ping", "Settings"}
 
 // sqlText is a string that reads as an SQL statement (collab writes its
 // SQL's keywords in capitals).

@@ -11,7 +11,6 @@ import (
 	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/pushcheck"
 	"github.com/collab-forge/collab/internal/pushlimit"
-	"github.com/collab-forge/collab/internal/store"
 )
 
 // What a front (serve over SSH, collab-web over HTTPS) decides before git
@@ -55,7 +54,7 @@ func (s *Service) GitAccess(ctx context.Context, principal, repo string, need ac
 // PushLimits are the root's push limits: pre-receive takes them from the
 // hand-off, and git bounds the pack with one (receive.maxInputSize).
 func (s *Service) PushLimits(ctx context.Context) (pushlimit.Limits, error) {
-	settings, err := store.ReadSettings(ctx, s.DB.R())
+	settings, err := s.DB.Settings(ctx)
 	if err != nil {
 		return pushlimit.Limits{}, fault.Wrap(err, "forge database unavailable")
 	}
@@ -81,7 +80,7 @@ func (s *Service) Following(ctx context.Context, repo string) (Following, error)
 // SiteURLs are the root's url and ssh settings, the web's base URL
 // without a trailing slash.
 func (s *Service) SiteURLs(ctx context.Context) (web, ssh string, err error) {
-	settings, err := store.ReadSettings(ctx, s.DB.R())
+	settings, err := s.DB.Settings(ctx)
 	if err != nil {
 		return "", "", err
 	}

@@ -70,7 +70,7 @@ func (e *Push) limits(ctx context.Context) (pushlimit.Limits, error) {
 	if e.Limits != nil {
 		return *e.Limits, nil
 	}
-	settings, err := store.ReadSettings(ctx, e.DB.R())
+	settings, err := e.DB.Settings(ctx)
 	if err != nil {
 		return pushlimit.Defaults(), fmt.Errorf("read push limits: %w", err)
 	}
@@ -98,7 +98,7 @@ const (
 func (e *Push) baseURL(ctx context.Context) string {
 	u := e.URL
 	if u == "" {
-		settings, _ := store.ReadSettings(ctx, e.DB.R())
+		settings, _ := e.DB.Settings(ctx)
 		u = settings[forge.SettingURL]
 	}
 	return strings.TrimRight(u, "/")

@@ -166,7 +166,7 @@ func HookHint(ssh, id string) string {
 // git@host) into the ssh command line a user types; without it, the host
 // of the web URL with user git stands in.
 func (e *Push) sshCommand(ctx context.Context, base string) string {
-	settings, _ := store.ReadSettings(ctx, e.DB.R())
+	settings, _ := e.DB.Settings(ctx)
 	return forge.SSHCommand(settings[forge.SettingSSH], base)
 }
 
