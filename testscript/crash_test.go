@@ -199,7 +199,9 @@ func killer(root, binary string, stop <-chan struct{}, kills, directKills *atomi
 // refusal a leftover could cause); without any fsck the forge is
 // consistent once collab-web's sweep has run; then fsck finds 0 problems.
 // COLLAB_KILLTEST_OPS sizes it (default 300 pushes; 0 skips);
-// COLLAB_KILLTEST_MAXGAP_MS bounds the pause between kills (default 300).
+// COLLAB_KILLTEST_MAXGAP_MS bounds the pause between kills (default 300);
+// COLLAB_KILLTEST_SEED replays a run's kill choices and workers' pushes
+// (the timing, and so what a kill hits, still varies).
 func TestKillPushes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
@@ -215,6 +217,12 @@ func TestKillPushes(t *testing.T) {
 	repoURL := "ssh://git@forge/demo.git"
 	const workers = 3
 	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("COLLAB_KILLTEST_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("COLLAB_KILLTEST_SEED: %v", err)
+		}
+	}
 	t.Logf("seed %d", seed)
 
 	// Each worker owns a branch, so that workers never race on one.

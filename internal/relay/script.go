@@ -198,7 +198,7 @@ func open(pid int, hook string, via int) (Request, [3]*os.File, error) {
 	if up != os.Getpid() {
 		return Request{}, files, errNotGrandchild
 	}
-	environ, err := os.ReadFile(proc + "/environ")
+	environ, err := environOf(proc)
 	if err != nil {
 		return Request{}, files, err
 	}
@@ -226,8 +226,33 @@ func open(pid int, hook string, via int) (Request, [3]*os.File, error) {
 		}
 		files[i] = f
 	}
-	env := strings.Split(strings.TrimSuffix(string(environ), "\x00"), "\x00")
-	return Request{Hook: hook, Dir: dir, Env: env}, files, nil
+	return Request{Hook: hook, Dir: dir, Env: environ}, files, nil
+}
+
+// errExiting is a hook killed while it asked: its memory, and so its
+// environment, is gone while its files are still open.
+var errExiting = errors.New("relay: the hook is exiting")
+
+// environOf reads the environment of the process at proc. A process that
+// is exiting (killed while it waited for its answer) reads as empty, with
+// no error, from when its memory is released until it is a zombie (which
+// reads as ESRCH): run with that, the hook would find no COLLAB_PRINCIPAL and
+// act as the operator, crediting a merge to "local" (TestKillPushes saw
+// it). A live hook always has git's variables.
+func environOf(proc string) ([]string, error) {
+	environ, err := os.ReadFile(proc + "/environ")
+	if err != nil {
+		return nil, err
+	}
+	return parseEnviron(environ)
+}
+
+// parseEnviron splits /proc/PID/environ's NUL-ended pairs.
+func parseEnviron(environ []byte) ([]string, error) {
+	if len(environ) == 0 {
+		return nil, errExiting
+	}
+	return strings.Split(strings.TrimSuffix(string(environ), "\x00"), "\x00"), nil
 }
 
 // parent is process pid's parent's pid: in /proc/PID/stat, the field

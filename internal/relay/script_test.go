@@ -2,10 +2,13 @@ package relay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -244,5 +247,57 @@ func TestScriptServerCloseTwice(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("Close waited for a Serve that never ran")
+	}
+}
+
+// TestEnvironOfExiting: a hook killed while it waits for its answer
+// never reads as a hook without an environment: between the release of its
+// memory and its becoming a zombie /proc reads its environ as empty
+// (parseEnviron refuses that), and as a zombie the read fails.
+func TestEnvironOfExiting(t *testing.T) {
+	cmd := exec.Command("sleep", "600")
+	cmd.Env = []string{"COLLAB_PRINCIPAL=alice"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	proc := fmt.Sprintf("/proc/%d", cmd.Process.Pid)
+	env, err := environOf(proc)
+	if err != nil || !slices.Contains(env, "COLLAB_PRINCIPAL=alice") {
+		t.Fatalf("environOf(live) = %q, %v", env, err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Not reaped yet: a zombie, as a killed hook is until git waits.
+	for deadline := time.Now().Add(time.Minute); ; {
+		stat, err := os.ReadFile(proc + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process never became a zombie: %s", stat)
+		}
+		runtime.Gosched()
+	}
+	if env, err := environOf(proc); err == nil {
+		t.Errorf("environOf(zombie) = %q, no error", env)
+	}
+	_ = cmd.Wait()
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  error
+	}{
+		{"", nil, errExiting},
+		{"A=1\x00", []string{"A=1"}, nil},
+		{"A=1\x00B=\x00", []string{"A=1", "B="}, nil},
+	} {
+		got, err := parseEnviron([]byte(tc.in))
+		if !errors.Is(err, tc.err) || !slices.Equal(got, tc.want) {
+			t.Errorf("parseEnviron(%q) = %q, %v; want %q, %v", tc.in, got, err, tc.want, tc.err)
+		}
 	}
 }
