@@ -9,6 +9,11 @@ import _ "embed"
 //go:embed schema.sql
 var Schema string
 
+// PostgresSchema is schema.postgres.sql: the same record on PostgreSQL.
+//
+//go:embed schema.postgres.sql
+var PostgresSchema string
+
 // HookShim is the template of the pre-receive and proc-receive hooks:
 // hooks/shim.
 //

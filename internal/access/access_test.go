@@ -2,8 +2,9 @@ package access
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
+
+	"github.com/collab-forge/collab/internal/store/storetest"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
@@ -11,7 +12,7 @@ import (
 
 func TestOf(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	db, err := store.Open(ctx, storetest.Loc(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"maps"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collab-forge/collab/internal/store/storetest"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/pushcheck"
@@ -77,7 +78,7 @@ func TestPushRules(t *testing.T) {
 
 func TestStore(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	db, err := store.Open(ctx, storetest.Loc(t))
 	if err != nil {
 		t.Fatal(err)
 	}

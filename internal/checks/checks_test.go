@@ -3,10 +3,11 @@ package checks
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collab-forge/collab/internal/store/storetest"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/patches"
@@ -51,7 +52,7 @@ func TestValidate(t *testing.T) {
 
 func TestLatestPerNameAndRevision(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	db, err := store.Open(ctx, storetest.Loc(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,13 +123,13 @@ func Emit(ctx context.Context, tx store.Querier, kind, repo, actor string, at ti
 	if err != nil {
 		return 0, fmt.Errorf("encode %s event: %w", kind, err)
 	}
-	res, err := tx.ExecContext(ctx,
-		"INSERT INTO events(event, repo, actor, at, data) VALUES (?, ?, ?, ?, ?)",
-		kind, repo, actor, store.FormatTime(at), string(b))
-	if err != nil {
+	var id int64
+	if err := tx.QueryRowContext(ctx,
+		"INSERT INTO events(event, repo, actor, at, data) VALUES (?, ?, ?, ?, ?) RETURNING id",
+		kind, repo, actor, store.FormatTime(at), string(b)).Scan(&id); err != nil {
 		return 0, fmt.Errorf("record %s event: %w", kind, err)
 	}
-	return res.LastInsertId()
+	return id, nil
 }
 
 // List returns up to limit events after id after, oldest first, of the

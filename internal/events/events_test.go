@@ -2,16 +2,17 @@ package events
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/collab-forge/collab/internal/store/storetest"
 
 	"github.com/collab-forge/collab/internal/store"
 )
 
 func TestEmitAndList(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	db, err := store.Open(ctx, storetest.Loc(t))
 	if err != nil {
 		t.Fatal(err)
 	}

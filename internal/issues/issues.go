@@ -125,7 +125,7 @@ func ResolveLeased(ctx context.Context, q store.Querier, repo, prefix string) (s
 func ResolveIssueOrLease(ctx context.Context, q store.Querier, repo, prefix string) (string, error) {
 	return store.Resolve(ctx, q, "issue", prefix, `SELECT id FROM (
 		SELECT id FROM issues WHERE repo = ?1 UNION SELECT issue_id FROM leases WHERE repo = ?1
-	) WHERE id >= ?2 AND id < ?3 ORDER BY id LIMIT 11`, repo)
+	) AS u WHERE id >= ?2 AND id < ?3 ORDER BY id LIMIT 11`, repo)
 }
 
 // CheckTitle refuses an empty, multi-line or oversized title, or one that

@@ -131,7 +131,7 @@ func ListLabeled(ctx context.Context, q store.Querier, repo, state string, ls []
 		return nil, err
 	}
 	// The literal open = 1 lets the planner use the partial index.
-	where := " WHERE m.repo = ? AND m.label = ?"
+	where := " WHERE i.seq = m.seq AND m.repo = ? AND m.label = ?"
 	switch State(state) {
 	case Open:
 		where += " AND m.open = 1"
@@ -148,8 +148,10 @@ func ListLabeled(ctx context.Context, q store.Querier, repo, state string, ls []
 	}
 	where += acond
 	args = append(append(args, aargs...), limit)
-	// CROSS JOIN keeps issue_labels outermost: the walk is over the label.
-	query := "SELECT " + issueCols + " FROM issue_labels m CROSS JOIN issues i ON i.seq = m.seq" + liveJoin + where +
+	// CROSS JOIN keeps issue_labels outermost in SQLite: the walk is over
+	// the label. (The join's condition is in where: PostgreSQL takes no ON
+	// after CROSS JOIN.)
+	query := "SELECT " + issueCols + " FROM issue_labels m CROSS JOIN issues i" + liveJoin + where +
 		" ORDER BY m.seq DESC LIMIT ?"
 	out, err := selectIssues(ctx, q, query, args)
 	if err != nil {

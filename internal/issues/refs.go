@@ -119,8 +119,8 @@ func RecordRefs(ctx context.Context, tx store.Querier, srcRepo, srcKind, srcID, 
 		} else {
 			out = append(out, Unresolved{Ref: r.String(), Ambiguous: n > 1})
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO xrefs(src_repo, src_kind, src_id, dst_repo, dst_prefix, dst_kind, dst_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, srcRepo, srcKind, srcID, r.Repo, r.Prefix, k, i); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO xrefs(src_repo, src_kind, src_id, dst_repo, dst_prefix, dst_kind, dst_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, srcRepo, srcKind, srcID, r.Repo, r.Prefix, k, i); err != nil {
 			return nil, fmt.Errorf("record reference %s: %w", r, err)
 		}
 	}
@@ -137,8 +137,8 @@ func resolveRef(ctx context.Context, q store.Querier, author, repo, prefix strin
 		return "", "", 0, err
 	}
 	// Every hex id starting with prefix sorts in [prefix, prefix+"g").
-	rows, err := q.QueryContext(ctx, `SELECT 'issue', id FROM (SELECT id FROM issues WHERE repo = ?1 AND id >= ?2 AND id < ?3 LIMIT 2)
-		UNION ALL SELECT 'patch', id FROM (SELECT id FROM patches WHERE repo = ?1 AND id >= ?2 AND id < ?3 LIMIT 2)`,
+	rows, err := q.QueryContext(ctx, `SELECT 'issue', id FROM (SELECT id FROM issues WHERE repo = ?1 AND id >= ?2 AND id < ?3 LIMIT 2) AS i
+		UNION ALL SELECT 'patch', id FROM (SELECT id FROM patches WHERE repo = ?1 AND id >= ?2 AND id < ?3 LIMIT 2) AS p`,
 		repo, prefix, prefix+"g")
 	if err != nil {
 		return "", "", 0, fmt.Errorf("resolve %s#%s: %w", reponame.Display(repo), prefix, err)

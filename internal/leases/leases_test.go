@@ -3,9 +3,10 @@ package leases
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/collab-forge/collab/internal/store/storetest"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
@@ -24,7 +25,7 @@ type fixture struct {
 func newFixture(t *testing.T, issueIDs ...string) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "collab.db"))
+	db, err := store.Open(ctx, storetest.Loc(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,10 +43,11 @@ func nextQuery(n int) string {
 		return `SELECT i.id FROM issues i WHERE i.repo = ?1 AND i.state = 'open'` + freeCond + unblockedCond + ` ORDER BY i.seq LIMIT 1`
 	}
 	var b strings.Builder
-	// CROSS JOIN keeps issue_labels outermost; the literal open = 1 lets
-	// the planner use the partial index.
-	b.WriteString(`SELECT i.id FROM issue_labels m CROSS JOIN issues i ON i.seq = m.seq
-	WHERE m.repo = ?1 AND m.label = ?3 AND m.open = 1 AND i.state = 'open'`)
+	// CROSS JOIN keeps issue_labels outermost in SQLite (PostgreSQL takes
+	// no ON after it: the join's condition is in WHERE); the literal
+	// open = 1 lets the planner use the partial index.
+	b.WriteString(`SELECT i.id FROM issue_labels m CROSS JOIN issues i
+	WHERE i.seq = m.seq AND m.repo = ?1 AND m.label = ?3 AND m.open = 1 AND i.state = 'open'`)
 	for k := 1; k < n; k++ {
 		fmt.Fprintf(&b, ` AND EXISTS (SELECT 1 FROM issue_labels x WHERE x.repo = ?1 AND x.label = ?%d AND x.seq = m.seq)`, k+3)
 	}

@@ -18,6 +18,9 @@ func TestNextQueryPlanIsIndexedAt100kIssues(t *testing.T) {
 	}
 	const total = 100_000
 	f := newFixture(t)
+	if f.db.Postgres() {
+		t.Skip("reads SQLite's query plan")
+	}
 	now := t0.Add(time.Hour)
 	err := f.db.Write(f.ctx, func(tx *sql.Tx) error {
 		ins, err := tx.PrepareContext(f.ctx, `INSERT INTO issues(repo, id, title, state, author, created_at, updated_at)

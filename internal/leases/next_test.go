@@ -17,7 +17,7 @@ func (f *fixture) label(id string, ls ...string) {
 	f.t.Helper()
 	for _, l := range ls {
 		f.exec(`INSERT INTO issue_labels(repo, label, seq, open)
-			SELECT repo, ?, seq, state = 'open' FROM issues WHERE repo = ? AND id = ?`, l, repo, id)
+			SELECT repo, ?, seq, CASE WHEN state = 'open' THEN 1 ELSE 0 END FROM issues WHERE repo = ? AND id = ?`, l, repo, id)
 	}
 }
 

@@ -18,14 +18,14 @@ import (
 // to review the patch, inside tx; names already asked are left as they
 // were. It returns the names that are new.
 func AddReviewers(ctx context.Context, tx store.Querier, repo, id string, names []string, by string, now time.Time) ([]string, error) {
-	return addNamed(ctx, tx, "reviewer", `INSERT OR IGNORE INTO patch_reviewers(repo, patch_id, name, added_by, added_at) VALUES (?, ?, ?, ?, ?)`,
+	return addNamed(ctx, tx, "reviewer", `INSERT INTO patch_reviewers(repo, patch_id, name, added_by, added_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		repo, id, names, by, store.FormatTime(now))
 }
 
 // AddHashtags records tags on the patch, inside tx, and returns those
 // that are new.
 func AddHashtags(ctx context.Context, tx store.Querier, repo, id string, tags []string) ([]string, error) {
-	return addNamed(ctx, tx, "hashtag", `INSERT OR IGNORE INTO patch_hashtags(repo, patch_id, tag) VALUES (?, ?, ?)`, repo, id, tags)
+	return addNamed(ctx, tx, "hashtag", `INSERT INTO patch_hashtags(repo, patch_id, tag) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, repo, id, tags)
 }
 
 func addNamed(ctx context.Context, tx store.Querier, what, stmt, repo, id string, names []string, extra ...any) ([]string, error) {

@@ -90,7 +90,7 @@ func Restore(ctx context.Context, tx store.Querier, repo string, p Restored) err
 		}
 	}
 	for _, id := range p.Issues {
-		if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO patch_issues(repo, patch_id, issue_id) VALUES (?, ?, ?)", repo, p.ID, id); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO patch_issues(repo, patch_id, issue_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", repo, p.ID, id); err != nil {
 			return fmt.Errorf("restore the issue links of %s: %w", p.ID, err)
 		}
 	}

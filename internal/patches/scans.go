@@ -37,7 +37,7 @@ func BranchScans(ctx context.Context, q store.Querier, repo string) (map[string]
 // unless it has one: tip is a commit of the branch (a new revision's merge
 // base), so nothing that reaches the branch later can be missed.
 func StartScans(ctx context.Context, tx store.Querier, repo, branch, tip string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO branch_scans(repo, branch, tip, scanned_at) VALUES (?, ?, ?, ?)",
+	_, err := tx.ExecContext(ctx, "INSERT INTO branch_scans(repo, branch, tip, scanned_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
 		repo, branch, tip, store.FormatTime(now))
 	if err != nil {
 		return fmt.Errorf("start merge scan progress of %s: %w", branch, err)

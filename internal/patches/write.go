@@ -180,7 +180,7 @@ func insertRevision(ctx context.Context, tx store.Querier, repo, id string, numb
 // LinkIssue records that the patch fixes issueID (a full id); linking twice
 // is a no-op. It reports whether the link is new.
 func LinkIssue(ctx context.Context, tx store.Querier, repo, patchID, issueID string) (bool, error) {
-	res, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO patch_issues(repo, patch_id, issue_id) VALUES (?, ?, ?)", repo, patchID, issueID)
+	res, err := tx.ExecContext(ctx, "INSERT INTO patch_issues(repo, patch_id, issue_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", repo, patchID, issueID)
 	if err != nil {
 		return false, fmt.Errorf("link issue %s to patch %s: %w", issueID, patchID, err)
 	}

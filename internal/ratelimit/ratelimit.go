@@ -70,11 +70,14 @@ func Read(ctx context.Context, q store.Querier) (Limits, error) {
 // refusal rolls the transaction back). Times are stored to the
 // millisecond, and the elapsed time is rounded to it (julianday's floating
 // point would make 1 s 0.99999… s). One plain statement: modernc's SQLite
-// parses every statement anew, and a write pays for each.
-const takeSQL = `INSERT INTO rate_buckets(principal, tokens, updated_at) VALUES (:who, :burst - 1, :now)
+// parses every statement anew, and a write pays for each. ?1 is the
+// principal, ?2 the burst, ?3 the time, ?4 the refill rate; the casts let
+// PostgreSQL know the numbers' type (its julianday, min and max of two
+// are schema.postgres.sql's).
+const takeSQL = `INSERT INTO rate_buckets(principal, tokens, updated_at) VALUES (?1, CAST(?2 AS DOUBLE PRECISION) - 1, ?3)
 ON CONFLICT(principal) DO UPDATE SET
-  tokens = min(:burst, tokens + max(0, round((julianday(:now) - julianday(updated_at)) * 86400000.0) / 1000.0) * :refill) - 1,
-  updated_at = :now
+  tokens = min(CAST(?2 AS DOUBLE PRECISION), rate_buckets.tokens + max(0, round((julianday(?3) - julianday(rate_buckets.updated_at)) * 86400000.0) / 1000.0) * CAST(?4 AS DOUBLE PRECISION)) - 1,
+  updated_at = ?3
 RETURNING tokens`
 
 // Take spends one write from principal's bucket at now, inside tx (the
@@ -92,8 +95,7 @@ func Take(ctx context.Context, tx store.Querier, principal string, now time.Time
 // Take is Take with these limits.
 func (l Limits) Take(ctx context.Context, tx store.Querier, principal string, now time.Time) error {
 	left := 0.0
-	err := store.Each(ctx, tx, takeSQL, []any{sql.Named("who", principal), sql.Named("burst", l.Burst),
-		sql.Named("refill", l.Refill), sql.Named("now", store.FormatTime(now))},
+	err := store.Each(ctx, tx, takeSQL, []any{principal, l.Burst, store.FormatTime(now), l.Refill},
 		func(rows *sql.Rows) error { return rows.Scan(&left) })
 	if err != nil {
 		return fmt.Errorf("spend rate bucket of %s: %w", principal, err)

@@ -225,6 +225,9 @@ func (db *DB) classify(err error) error {
 	if errors.As(err, &fe) && fe.Kind != fault.Internal {
 		return err
 	}
+	if db.pg {
+		return classifyPG(err)
+	}
 	if d := Damaged(err); d != err {
 		return d
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/collab-forge/collab"
 	"github.com/collab-forge/collab/internal/dbfile"
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/flock"
 )
 
@@ -46,6 +47,9 @@ type DB struct {
 	path string
 	w    *sql.DB
 	r    *sql.DB
+	// pg is set for a PostgreSQL record (postgres.go); path is then its
+	// URL without the password.
+	pg bool
 	// readOnly is set when the database sits on a read-only filesystem:
 	// reads work, every write is refused as "try again later".
 	readOnly bool
@@ -94,6 +98,9 @@ func dsn(path string, txlock string, immutable bool) string {
 // (0640, whatever the umask); SQLite gives the -wal and -shm files the
 // mode of the database file.
 func Open(ctx context.Context, path string) (*DB, error) {
+	if IsURL(path) {
+		return openPostgres(ctx, path, 8, true)
+	}
 	if err := create(path); err != nil {
 		return nil, err
 	}
@@ -134,6 +141,9 @@ func create(path string) error {
 // still serialise on the flock and BEGIN IMMEDIATE; Read stays a deferred
 // read transaction.
 func OpenShort(ctx context.Context, path string) (*DB, error) {
+	if IsURL(path) {
+		return openPostgres(ctx, path, 2, true)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
 	}
@@ -155,6 +165,9 @@ func OpenShort(ctx context.Context, path string) (*DB, error) {
 // not write, such as sshd's AuthorizedKeysCommand, which runs twice a login.
 // A schema newer than this binary knows is still refused.
 func OpenNoMigrate(ctx context.Context, path string) (*DB, error) {
+	if IsURL(path) {
+		return openPostgres(ctx, path, 2, false)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
 	}
@@ -233,6 +246,9 @@ func exists(path string) bool {
 // OpenExisting is Open for a database that must already exist, so that a
 // mistyped root is reported rather than silently created.
 func OpenExisting(ctx context.Context, path string) (*DB, error) {
+	if IsURL(path) {
+		return Open(ctx, path)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
 	}
@@ -247,8 +263,12 @@ func (db *DB) Close() error {
 	return errors.Join(db.w.Close(), db.r.Close())
 }
 
-// Path is the database file.
+// Path is the database file, or a PostgreSQL record's URL without its
+// password.
 func (db *DB) Path() string { return db.path }
+
+// Postgres reports whether the record is on PostgreSQL.
+func (db *DB) Postgres() bool { return db.pg }
 
 // ReadOnly reports whether the database sits on a read-only filesystem, so
 // that every write is refused.
@@ -302,6 +322,9 @@ func (db *DB) TryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
 }
 
 func (db *DB) write(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx) error) error {
+	if db.pg {
+		return db.writePG(ctx, limit, fn)
+	}
 	if db.readOnly {
 		return errReadOnly
 	}
@@ -388,6 +411,9 @@ func (db *DB) begin(ctx context.Context, left time.Duration) (*sql.Tx, func(), e
 // Read runs fn in one read transaction, for reads that must agree with each
 // other. Keep it short: a long reader stops the WAL from resetting.
 func (db *DB) Read(ctx context.Context, fn func(tx Tx) error) error {
+	if db.pg {
+		return db.readPG(ctx, fn)
+	}
 	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
@@ -421,6 +447,9 @@ func (db *DB) lock(ctx context.Context, left time.Duration) (func(), error) {
 }
 
 func (db *DB) migrate(ctx context.Context) error {
+	if db.pg {
+		return db.migratePG(ctx)
+	}
 	have, known, err := db.version(ctx)
 	if err != nil {
 		return err
@@ -455,6 +484,9 @@ func (db *DB) migrate(ctx context.Context) error {
 // Only counting the steps (dbfile.Known) keeps splitting the schema off
 // the path of every hook and ssh command, which find it up to date.
 func (db *DB) version(ctx context.Context) (have, known int, err error) {
+	if db.pg {
+		return db.versionPG(ctx, db.r)
+	}
 	known = dbfile.Known(collab.Schema)
 	if err := db.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
 		return 0, 0, db.classify(fmt.Errorf("read schema version: %w", err))
@@ -493,15 +525,25 @@ func ParseTime(s string) (time.Time, error) {
 // connections still see the last commit (WAL). A backup takes its snapshot
 // of the database and the refs together this way.
 func (db *DB) Exclusive(ctx context.Context, fn func() error) error {
+	if db.pg {
+		return errNotOnPostgres
+	}
 	if db.readOnly {
 		return fn() // nothing can write: no lock needed, nor possible
 	}
 	return db.Write(ctx, func(*sql.Tx) error { return fn() })
 }
 
+// errNotOnPostgres is what the file-level operations of an SQLite record
+// (a copy, a snapshot under the writer lock) say of a PostgreSQL one.
+var errNotOnPostgres = fault.New(fault.Usage, "the forge record is on PostgreSQL: back it up with pg_dump (docs/operations.md)")
+
 // CopyTo writes a consistent copy of the database to path, a file that must
 // not exist yet (VACUUM INTO: one read transaction, compacted, no WAL).
 func (db *DB) CopyTo(ctx context.Context, path string) error {
+	if db.pg {
+		return errNotOnPostgres
+	}
 	if _, err := db.r.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
 		return db.classify(fmt.Errorf("copy the database to %s: %w", path, err))
 	}
@@ -520,6 +562,11 @@ func (db *DB) Version(ctx context.Context) (int, error) {
 // QuickCheck runs SQLite's quick_check over the database (and its WAL):
 // the problems it finds, none where the database is sound.
 func (db *DB) QuickCheck(ctx context.Context) ([]string, error) {
+	if db.pg {
+		// PostgreSQL checks its own pages (and reports XX001 when one is
+		// damaged); an index check is pg_amcheck, an operator's tool.
+		return nil, nil
+	}
 	rows, err := db.r.QueryContext(ctx, "PRAGMA quick_check(20)")
 	if err != nil {
 		if d := Damaged(err); d != err {

@@ -20,7 +20,7 @@ func (db *DB) WALPath() string { return db.path + "-wal" }
 // reader still on an older snapshot makes it copy what it can and report
 // busy too (SQLite's wait for readers is given no time).
 func (db *DB) Checkpoint(ctx context.Context) (busy bool, err error) {
-	if db.readOnly {
+	if db.readOnly || db.pg {
 		return false, nil
 	}
 	unlock, ok, err := flock.TryLock(db.path+".lock", FileMode)
@@ -65,6 +65,9 @@ func (db *DB) Checkpoint(ctx context.Context) (busy bool, err error) {
 // checkpoints only cut it back when a later write restarts it. For
 // collab-web, the one long-running process.
 func (db *DB) KeepWALSmall(ctx context.Context, every time.Duration, log *slog.Logger) {
+	if db.pg {
+		return
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	type look struct {

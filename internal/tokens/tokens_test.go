@@ -3,10 +3,11 @@ package tokens
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/collab-forge/collab/internal/store/storetest"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
@@ -14,7 +15,7 @@ import (
 
 func openDB(t *testing.T) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "collab.db"))
+	db, err := store.Open(context.Background(), storetest.Loc(t))
 	if err != nil {
 		t.Fatal(err)
 	}

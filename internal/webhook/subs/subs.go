@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -162,14 +163,12 @@ func insert(ctx context.Context, tx store.Querier, s *Subscription) error {
 	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&s.Cursor); err != nil {
 		return fmt.Errorf("read end of event log: %w", err)
 	}
-	res, err := tx.ExecContext(ctx,
-		"INSERT INTO webhooks(url, repo, events, cursor, created_at, added_by) VALUES (?, ?, ?, ?, ?, ?)",
-		s.URL, nullable(s.Repo), strings.Join(s.Events, ","), s.Cursor, s.CreatedAt, nullable(s.AddedBy))
-	if err != nil {
+	if err := tx.QueryRowContext(ctx,
+		"INSERT INTO webhooks(url, repo, events, cursor, created_at, added_by) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+		s.URL, nullable(s.Repo), strings.Join(s.Events, ","), s.Cursor, s.CreatedAt, nullable(s.AddedBy)).Scan(&s.ID); err != nil {
 		return fmt.Errorf("add webhook: %w", err)
 	}
-	s.ID, err = res.LastInsertId()
-	return err
+	return nil
 }
 
 const subColumns = "id, url, coalesce(repo, ''), events, cursor, created_at, coalesce(removed_at, ''), coalesce(added_by, '')"
@@ -304,7 +303,7 @@ func Deliveries(ctx context.Context, q store.Querier, id int64, limit int) ([]De
 		return nil, err
 	}
 	if limit <= 0 {
-		limit = -1
+		limit = math.MaxInt32 // all (PostgreSQL takes no LIMIT -1)
 	}
 	rows, err := q.QueryContext(ctx, `
 		SELECT d.id, d.webhook_id, d.event_id, e.event, d.state, d.attempts, coalesce(d.next_at, ''), d.created_at
@@ -516,7 +515,7 @@ func record(ctx context.Context, tx *sql.Tx, r Record) error {
 			INSERT INTO deliveries(webhook_id, event_id, state, attempts, next_at, created_at, started_at)
 			VALUES (?, ?, ?, 1, ?, ?, ?)
 			ON CONFLICT (webhook_id, event_id) DO UPDATE SET state = excluded.state,
-				attempts = attempts + 1, next_at = excluded.next_at
+				attempts = deliveries.attempts + 1, next_at = excluded.next_at
 			RETURNING id`, r.Hook, ev.ID, o.State, next, at, ev.At)
 		if err != nil {
 			return fmt.Errorf("record delivery of event %d: %w", ev.ID, err)

@@ -1,0 +1,384 @@
+package store
+
+// The record on PostgreSQL (the root's db setting, docs/scale.md "The
+// record on PostgreSQL"). The domain packages' SQL is the same on both
+// stores: a connection here rewrites SQLite's ? and ?NNN placeholders to
+// $N, and schema.postgres.sql gives the tables the same columns (rowid
+// included where the SQL names it). What differs is here:
+//
+//   - Write is one SERIALIZABLE transaction, run again (whole) on a
+//     serialization failure or deadlock: every domain function was written
+//     as if it were the only writer, which SQLite's one writer makes true
+//     and SERIALIZABLE keeps true. No flock: writers of several hosts meet
+//     in the database. The busy budget is lock_timeout.
+//   - Read is one REPEATABLE READ, READ ONLY transaction: its reads agree.
+//   - Migrations are counted in a schema_version table, applied under an
+//     advisory lock so that two processes starting together apply each
+//     step once.
+//   - "Try again later" comes from PostgreSQL's own error codes (classifyPG).
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/collab-forge/collab"
+	"github.com/collab-forge/collab/internal/dbfile"
+	"github.com/collab-forge/collab/internal/fault"
+)
+
+// IsURL reports whether loc names a PostgreSQL database (postgres:// or
+// postgresql://) rather than an SQLite file.
+func IsURL(loc string) bool {
+	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+}
+
+// CheckURL refuses a database URL that does not parse, in one line.
+func CheckURL(loc string) error {
+	if !IsURL(loc) {
+		return fault.New(fault.Usage, "bad database URL: want postgres://USER@HOST/DBNAME")
+	}
+	if _, err := pgx.ParseConfig(loc); err != nil {
+		return fault.New(fault.Usage, "bad database URL: %s", oneLine(err.Error()))
+	}
+	return nil
+}
+
+// Redact is loc with any password replaced, for logs and messages.
+func Redact(loc string) string {
+	u, err := url.Parse(loc)
+	if err != nil || u.User == nil {
+		return loc
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// pgMaxRetries bounds how often Write runs its transaction again after a
+// serialization failure or deadlock; past it the write is "busy".
+const pgMaxRetries = 64
+
+// openPostgres opens the database at loc with a pool of at most conns
+// connections, checks that it answers and, when migrate is set, brings its
+// schema up to date.
+func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB, error) {
+	if err := CheckURL(loc); err != nil {
+		return nil, err
+	}
+	cfg, _ := pgx.ParseConfig(loc)
+	if _, ok := cfg.RuntimeParams["lock_timeout"]; !ok {
+		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	p := sql.OpenDB(rebinding{stdlib.GetConnector(*cfg)})
+	p.SetMaxOpenConns(conns)
+	p.SetMaxIdleConns(min(conns, 4))
+	db := &DB{path: Redact(loc), w: p, r: p, pg: true}
+	if err := p.PingContext(ctx); err != nil {
+		p.Close()
+		return nil, db.classify(fmt.Errorf("connect to %s: %w", db.path, err))
+	}
+	if migrate {
+		if err := db.migratePG(ctx); err != nil {
+			p.Close()
+			return nil, err
+		}
+	} else if _, _, err := db.versionPG(ctx, db.r); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// rebinding is pgx's connector whose connections take SQLite's
+// placeholders.
+type rebinding struct{ driver.Connector }
+
+func (c rebinding) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return rebindConn{conn.(*stdlib.Conn)}, nil
+}
+
+// rebindConn is a pgx connection that rewrites each statement's
+// placeholders (Rebind); the rest of what database/sql asks of it, the
+// embedded connection answers.
+type rebindConn struct{ *stdlib.Conn }
+
+func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.Conn.PrepareContext(ctx, Rebind(query))
+	if err != nil {
+		return nil, err
+	}
+	return boolStmt{st.(*stdlib.Stmt)}, nil
+}
+
+// boolStmt is a prepared statement that passes bools as intBools does.
+type boolStmt struct{ *stdlib.Stmt }
+
+func (s boolStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return s.Stmt.ExecContext(ctx, intBools(args))
+}
+
+func (s boolStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.Stmt.QueryContext(ctx, intBools(args))
+}
+
+func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return c.Conn.ExecContext(ctx, Rebind(query), intBools(args))
+}
+
+func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return c.Conn.QueryContext(ctx, Rebind(query), intBools(args))
+}
+
+// intBools passes a Go bool as 0 or 1: the schema keeps SQLite's integer
+// flags, which PostgreSQL will not take a boolean for.
+func intBools(args []driver.NamedValue) []driver.NamedValue {
+	for i, a := range args {
+		if b, ok := a.Value.(bool); ok {
+			args[i].Value = int64(0)
+			if b {
+				args[i].Value = int64(1)
+			}
+		}
+	}
+	return args
+}
+
+// Rebind rewrites an SQLite statement for PostgreSQL: ?NNN becomes $NNN
+// and each bare ? the next number after the largest so far, as SQLite
+// numbers them, and SQLite's planner hint INDEXED BY NAME goes (PostgreSQL
+// plans by its statistics). Quoted strings, quoted names and comments are
+// left alone.
+func Rebind(query string) string {
+	if i := strings.Index(query, " INDEXED BY "); i >= 0 {
+		rest := query[i+len(" INDEXED BY "):]
+		j := strings.IndexFunc(rest, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		if j < 0 {
+			j = len(rest)
+		}
+		query = query[:i] + rest[j:]
+	}
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 8)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(query) && query[j] != c {
+				j++
+			}
+			b.WriteString(query[i:min(j+1, len(query))])
+			i = j
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				j = len(query) - i
+			}
+			b.WriteString(query[i : i+j])
+			i += j - 1
+		case c == '?':
+			j := i + 1
+			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				j++
+			}
+			if j > i+1 {
+				k, _ := strconv.Atoi(query[i+1 : j])
+				n = max(n, k)
+				b.WriteString("$" + query[i+1:j])
+			} else {
+				n++
+				b.WriteString("$" + strconv.Itoa(n))
+			}
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// writePG runs fn in a SERIALIZABLE transaction and commits it, again from
+// the start after a serialization failure or deadlock, so fn must only
+// write through tx and set what it returns (it may run more than once).
+// Lock waits are bounded by what is left of limit (lock_timeout).
+func (db *DB) writePG(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx) error) error {
+	b := budgetOf(ctx)
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		err := db.txPG(ctx, limit-b.spent(), fn)
+		b.add(time.Since(start))
+		if err == nil || !retryable(err) || attempt >= pgMaxRetries || ctx.Err() != nil {
+			return err
+		}
+		// Racers that collided would collide again in step.
+		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	// Connections wait DefaultBusyTimeout (the URL's lock_timeout); only a
+	// write with another budget left pays for a statement more.
+	if d := left - DefaultBusyTimeout; d < -busySlack || d > busySlack {
+		ms := max(left.Milliseconds(), 1) // 0 would be no limit at all
+		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
+			return rollback(tx, fmt.Errorf("set lock_timeout: %w", err))
+		}
+	}
+	if err := fn(tx); err != nil {
+		return rollback(tx, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// readPG runs fn in one read-only snapshot.
+func (db *DB) readPG(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return db.classify(fmt.Errorf("begin read: %w", err))
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only; nothing to lose
+	return fn(tx)
+}
+
+// pgCode is PostgreSQL's SQLSTATE of err, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// retryable: the transaction lost a race (40001 serialization_failure,
+// 40P01 deadlock_detected) and would succeed run again.
+func retryable(err error) bool {
+	c := pgCode(err)
+	return c == "40001" || c == "40P01"
+}
+
+// classifyPG is classify for PostgreSQL: what a write or read can meet
+// that is no bug, as a fault.Unavailable whose one line says which.
+func classifyPG(err error) error {
+	code := pgCode(err)
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	switch {
+	case retryable(err) || code == "55P03" || code == "57014":
+		// Lost every retry, or waited past lock_timeout / statement_timeout.
+		return fault.Later(err, retryBusy, "database busy: other writers held it past busy_timeout; try again later")
+	case code == "53100":
+		return fault.Later(err, retryFull, "disk full: the forge database cannot write now; try again later")
+	case code == "25006":
+		return fault.Later(err, retryReadOnly, "the forge database is read-only: writes are refused for now (reads still work); try again later")
+	case code == "XX001" || code == "XX002":
+		return fault.Wrap(err, "the forge database is damaged (PostgreSQL: "+code+"): restore it from a backup")
+	case strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P") || code == "53300" ||
+		errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed):
+		return fault.Later(err, retryBusy, "the forge database is unavailable: try again later")
+	}
+	return err
+}
+
+// migratePG applies schema.postgres.sql's steps the database lacks, in
+// one transaction under an advisory lock.
+func (db *DB) migratePG(ctx context.Context) error {
+	have, known, err := db.versionPG(ctx, db.r)
+	if err != nil || have >= known {
+		return err
+	}
+	steps, err := dbfile.Migrations(collab.PostgresSchema)
+	if err != nil {
+		return err
+	}
+	return db.Write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(7368201, 0)"); err != nil {
+			return fmt.Errorf("lock the schema: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)"); err != nil {
+			return fmt.Errorf("create schema_version: %w", err)
+		}
+		// Another process may have migrated while we waited for the lock.
+		if have, _, err = db.versionPG(ctx, tx); err != nil {
+			return err
+		}
+		for v := have; v < len(steps); v++ {
+			if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", v+1, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM schema_version"); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version(version) VALUES (?)", len(steps)); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
+		return nil
+	})
+}
+
+// versionPG is version for PostgreSQL: 0 before the first migration.
+func (db *DB) versionPG(ctx context.Context, q Querier) (have, known int, err error) {
+	known = dbfile.Known(collab.PostgresSchema)
+	var exists bool
+	if err := q.QueryRowContext(ctx, "SELECT to_regclass('schema_version') IS NOT NULL").Scan(&exists); err != nil {
+		return 0, 0, db.classify(fmt.Errorf("read schema version: %w", err))
+	}
+	if exists {
+		err := q.QueryRowContext(ctx, "SELECT version FROM schema_version").Scan(&have)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, 0, db.classify(fmt.Errorf("read schema version: %w", err))
+		}
+	}
+	if have > known {
+		return have, known, dbfile.Newer(have, known)
+	}
+	return have, known, nil
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
