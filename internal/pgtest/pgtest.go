@@ -129,14 +129,15 @@ func (c *Cluster) Up(ctx context.Context) error {
 	return c.run(ctx, "pg_ctl", "-D", c.data(), "-o", opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "120", "start")
 }
 
-// Down stops the server at once (the data stays).
+// Down stops the server, ending its sessions (the data stays: with
+// synchronous_commit off, an immediate stop could lose the last commits).
 func (c *Cluster) Down(ctx context.Context) error {
-	return c.run(ctx, "pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
+	return c.run(ctx, "pg_ctl", "-D", c.data(), "-m", "fast", "-w", "stop")
 }
 
-// Stop stops the server and removes the cluster.
+// Stop stops the server at once and removes the cluster.
 func (c *Cluster) Stop(ctx context.Context) error {
-	err := c.Down(ctx)
+	err := c.run(ctx, "pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
 	return errors.Join(err, os.RemoveAll(c.dir))
 }
 

@@ -321,7 +321,9 @@ func classifyPG(err error) error {
 }
 
 // migratePG applies schema.postgres.sql's steps the database lacks, in
-// one transaction under an advisory lock.
+// one transaction under an advisory lock. READ COMMITTED, not Write's
+// SERIALIZABLE: a snapshot taken before the lock was granted would not see
+// the steps that the process holding it applied.
 func (db *DB) migratePG(ctx context.Context) error {
 	have, known, err := db.versionPG(ctx, db.r)
 	if err != nil || have >= known {
@@ -331,30 +333,43 @@ func (db *DB) migratePG(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return db.Write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(7368201, 0)"); err != nil {
-			return fmt.Errorf("lock the schema: %w", err)
+	tx, err := db.w.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return db.classify(fmt.Errorf("begin migration: %w", err))
+	}
+	if err := db.migrateTx(ctx, tx, steps); err != nil {
+		return db.classify(rollback(tx, err))
+	}
+	if err := tx.Commit(); err != nil {
+		return db.classify(fmt.Errorf("commit migration: %w", err))
+	}
+	return nil
+}
+
+func (db *DB) migrateTx(ctx context.Context, tx *sql.Tx, steps []string) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(7368201, 0)"); err != nil {
+		return fmt.Errorf("lock the schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)"); err != nil {
+		return fmt.Errorf("create schema_version: %w", err)
+	}
+	// Another process may have migrated while we waited for the lock.
+	have, _, err := db.versionPG(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for v := have; v < len(steps); v++ {
+		if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v+1, err)
 		}
-		if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)"); err != nil {
-			return fmt.Errorf("create schema_version: %w", err)
-		}
-		// Another process may have migrated while we waited for the lock.
-		if have, _, err = db.versionPG(ctx, tx); err != nil {
-			return err
-		}
-		for v := have; v < len(steps); v++ {
-			if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
-				return fmt.Errorf("migrate to version %d: %w", v+1, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM schema_version"); err != nil {
-			return fmt.Errorf("set schema version: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version(version) VALUES (?)", len(steps)); err != nil {
-			return fmt.Errorf("set schema version: %w", err)
-		}
-		return nil
-	})
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM schema_version"); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version(version) VALUES (?)", len(steps)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	return nil
 }
 
 // versionPG is version for PostgreSQL: 0 before the first migration.

@@ -1,0 +1,239 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/collab-forge/collab/internal/fault"
+	"github.com/collab-forge/collab/internal/pgtest"
+)
+
+func TestRebind(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"SELECT 1", "SELECT 1"},
+		{"SELECT a FROM t WHERE b = ? AND c = ?", "SELECT a FROM t WHERE b = $1 AND c = $2"},
+		{"SELECT a FROM t WHERE b = ?1 OR c = ?1 AND d = ?2", "SELECT a FROM t WHERE b = $1 OR c = $1 AND d = $2"},
+		{"SELECT ?2, ?", "SELECT $2, $3"},
+		{"SELECT '?', \"a?\", ? -- what?\n, ?", "SELECT '?', \"a?\", $1 -- what?\n, $2"},
+		{"SELECT 'it''s', ?", "SELECT 'it''s', $1"},
+		{"SELECT id FROM deliveries INDEXED BY deliveries_finished\n\tWHERE x = ?", "SELECT id FROM deliveries\n\tWHERE x = $1"},
+	} {
+		if got := Rebind(tc.in); got != tc.want {
+			t.Errorf("Rebind(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"postgres://collab@db.example/forge", true},
+		{"postgresql://u:p@127.0.0.1:5433/forge?sslmode=disable", true},
+		{"postgres://u@h/forge?connect_timeout=x", false},
+		{"mysql://u@h/forge", false},
+		{"/srv/collab/collab.db", false},
+	} {
+		err := CheckURL(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckURL(%q) = %v, want ok %v", tc.in, err, tc.ok)
+		}
+		if err != nil && (fault.KindOf(err) != fault.Usage || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("CheckURL(%q) = %q: want one line of usage", tc.in, err)
+		}
+	}
+	if got := Redact("postgres://u:secret@h/db"); strings.Contains(got, "secret") {
+		t.Errorf("Redact kept the password: %s", got)
+	}
+}
+
+// cluster starts a throwaway PostgreSQL cluster for one test.
+func cluster(t *testing.T) *pgtest.Cluster {
+	t.Helper()
+	if _, err := pgtest.Bin(); err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(ctx) })
+	return c
+}
+
+func openPG(t *testing.T, c *pgtest.Cluster) *DB {
+	t.Helper()
+	ctx := context.Background()
+	u, err := c.CreateDB(ctx, "forge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestPostgresRacers: 64 writers read a value and write it back plus one,
+// and 64 claimants each insert a row where they read none. SERIALIZABLE
+// and the retry in Write make both what one writer at a time would give:
+// 64, and one winner whose racers all read the winner's row (no error).
+func TestPostgresRacers(t *testing.T) {
+	c := cluster(t)
+	db := openPG(t, c)
+	ctx := context.Background()
+	if err := db.Write(ctx, func(tx Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO settings(key, value) VALUES ('n', '0')")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	won := make(chan int, n)
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errs <- db.Write(ctx, func(tx Tx) error {
+				var v int
+				if err := tx.QueryRowContext(ctx, "SELECT CAST(value AS BIGINT) FROM settings WHERE key = 'n'").Scan(&v); err != nil {
+					return err
+				}
+				_, err := tx.ExecContext(ctx, "UPDATE settings SET value = ? WHERE key = 'n'", strconv.Itoa(v+1))
+				return err
+			})
+		}()
+		go func() {
+			defer wg.Done()
+			var mine bool
+			errs <- db.Write(ctx, func(tx Tx) error {
+				mine = false
+				var holder string
+				err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = 'claim'").Scan(&holder)
+				if !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+				mine = true
+				_, err = tx.ExecContext(ctx, "INSERT INTO settings(key, value) VALUES ('claim', ?)", strconv.Itoa(i))
+				return err
+			})
+			if mine {
+				won <- i
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(won)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("racer: %v", err)
+		}
+	}
+	var v int
+	if err := db.R().QueryRowContext(ctx, "SELECT CAST(value AS BIGINT) FROM settings WHERE key = 'n'").Scan(&v); err != nil || v != n {
+		t.Errorf("counter = %d, %v; want %d", v, err, n)
+	}
+	if w := len(won); w != 1 {
+		t.Errorf("%d claimants won, want 1", w)
+	}
+}
+
+// TestPostgresDown: with the server stopped, a write is "try again later"
+// (exit 6 / 503) and changes nothing; once it is back the same handle
+// writes again.
+func TestPostgresDown(t *testing.T) {
+	c := cluster(t)
+	db := openPG(t, c)
+	ctx := context.Background()
+	write := func(k string) error {
+		return db.Write(ctx, func(tx Tx) error { return SetSetting(ctx, tx, k, "v") })
+	}
+	if err := write("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := write("b")
+	if fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("write with the server down = %v (%v), want unavailable", err, fault.KindOf(err))
+	}
+	if err := c.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := write("c"); err != nil {
+		t.Fatalf("write once the server is back: %v", err)
+	}
+	s, err := ReadSettings(ctx, db.R())
+	if err != nil || s["a"] != "v" || s["b"] != "" || s["c"] != "v" {
+		t.Errorf("settings = %v, %v; want a and c only", s, err)
+	}
+}
+
+// TestPostgresUnreachable: a URL whose server does not answer is refused
+// in one line as "try again later", and nothing is made.
+func TestPostgresUnreachable(t *testing.T) {
+	_, err := Open(context.Background(), pgtest.BaseURL(t.TempDir(), "forge"))
+	if fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("open = %v (%v), want unavailable", err, fault.KindOf(err))
+	}
+	if msg := fault.Public(err); strings.Contains(msg, "\n") {
+		t.Errorf("message is not one line: %q", msg)
+	}
+}
+
+// TestPostgresMigratesOnce: processes that open a new database together
+// apply each step once and agree on the version.
+func TestPostgresMigratesOnce(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	u, err := c.CreateDB(ctx, "forge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db, err := Open(ctx, u)
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("open: %v", err)
+		}
+	}
+	db, err := OpenNoMigrate(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v, err := db.Version(ctx)
+	if err != nil || v < 1 {
+		t.Errorf("version = %d, %v", v, err)
+	}
+	var rows int
+	if err := db.R().QueryRowContext(ctx, "SELECT count(*) FROM schema_version").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("schema_version rows = %d, %v; want 1", rows, err)
+	}
+}
