@@ -2,7 +2,12 @@
 GO ?= go
 # urfave_cli_no_docs keeps the man-page generator out of collab-hook, whose
 # start-up every push pays.
-export GOFLAGS ?= -buildvcs=false -tags=urfave_cli_no_docs
+# TAGS=postgres builds in the PostgreSQL store (the root's db setting); without
+# it the binaries link no PostgreSQL driver, whose start-up every push would
+# pay (internal/store/postgres_off.go).
+TAGS ?=
+comma := ,
+export GOFLAGS ?= -buildvcs=false -tags=urfave_cli_no_docs$(if $(TAGS),$(comma)$(TAGS))
 # Static binaries: modernc's SQLite is pure Go, and a hook process skips the
 # dynamic loader.
 export CGO_ENABLED ?= 0
@@ -24,8 +29,16 @@ vet:
 	./scripts/staticcheck.sh
 	./scripts/deadcode.sh
 
+# The packages that hold the record's SQL and the use cases run a second time
+# on PostgreSQL: a throwaway cluster each (internal/pgtest), the driver built in.
+PG_PKGS = ./internal/store/... ./internal/events ./internal/access ./internal/leases \
+	./internal/issues ./internal/patches ./internal/tokens ./internal/checks \
+	./internal/branches ./internal/ratelimit ./internal/webhook/subs ./internal/ops \
+	./internal/pgtest
+
 test: deps vet
 	$(GO) test -count=1 -timeout 60m ./...
+	COLLAB_TEST_STORE=postgres GOFLAGS="$(GOFLAGS),postgres" $(GO) test -count=1 -timeout 20m $(PG_PKGS)
 
 demo: deps build
 	./scripts/demo.sh

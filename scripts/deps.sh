@@ -2,8 +2,9 @@
 # Installs the stock parts the suite and the demo drive, when missing:
 # openssh-server (sshd), openssh-client, git, chromium, sqlite3, jq (the
 # scenarios, the README's walk and docs/workflow.md's CI bot read JSON with
-# it) and git-review (Gerrit's client, which the suite drives against the
-# forge, and whose git-review command shadows any "git review" alias).
+# it), git-review (Gerrit's client, which the suite drives against the
+# forge, and whose git-review command shadows any "git review" alias) and
+# postgresql (the server binaries; the suite makes its own clusters).
 # Debian, as root.
 set -euo pipefail
 
@@ -17,6 +18,8 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v jq >/dev/null || need+=(jq)
 command -v git-review >/dev/null || need+=(git-review)
+# make test runs the record's packages on a throwaway PostgreSQL cluster too.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 [ "${COLLAB_BENCH_GITOLITE:-}" = 1 ] && ! command -v gitolite >/dev/null && need+=(gitolite3)
 # bench/http's floor: stock git http-backend under a plain CGI server.
 [ "${COLLAB_BENCH_HTTP:-}" = 1 ] && [ ! -x /usr/sbin/lighttpd ] && need+=(lighttpd)

@@ -288,7 +288,7 @@ func runKeysCommand(ctx context.Context, g globals, typ, blob string, w io.Write
 	if err != nil {
 		return err
 	}
-	line, err := principals.KeysCommand(ctx, fc, root.DBPath(), typ, blob)
+	line, err := principals.KeysCommand(ctx, fc, root.DBPath(), root.DBLocation(), typ, blob)
 	if err != nil || line == "" {
 		return err
 	}

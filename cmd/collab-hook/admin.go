@@ -24,15 +24,16 @@ func initCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "the web UI's base URL"},
 			&cli.StringFlag{Name: "ssh", Usage: "how users reach the forge, e.g. ssh://git@forge.example:2222"},
+			&cli.StringFlag{Name: "db", Usage: "keep the record on PostgreSQL: postgres://USER@HOST/DBNAME (the db setting)"},
 		},
 		Action: func(c *cli.Context) error {
 			root, err := rootOf(c)
 			if err != nil {
 				return err
 			}
-			err = forge.Init(c.Context, root, map[string]string{forge.SettingURL: c.String("url"), forge.SettingSSH: c.String("ssh")})
+			err = forge.Init(c.Context, root, map[string]string{forge.SettingURL: c.String("url"), forge.SettingSSH: c.String("ssh"), forge.SettingDB: c.String("db")})
 			if err != nil {
-				return fault.Wrap(err, "init failed")
+				return fault.Default(err, "init failed")
 			}
 			// An upgraded or restored root gets its key index here
 			// (install.sh runs init on every upgrade).

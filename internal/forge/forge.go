@@ -89,25 +89,66 @@ func New(dir string) (Root, error) {
 }
 
 func (r Root) ReposDir() string { return layout.Repos(r.Dir) }
-func (r Root) DBPath() string   { return layout.DB(r.Dir) }
-func (r Root) KeyPath() string  { return filepath.Join(r.Dir, "forge.key") }
-func (r Root) LogDir() string   { return filepath.Join(r.Dir, "log") }
+
+// DBPath is the SQLite file, and the base of the files kept beside the
+// record whichever store holds it (the key index, authorized_keys).
+func (r Root) DBPath() string { return layout.DB(r.Dir) }
+
+// SettingDB is the db setting (CONTRACT.md "The root"): where the record
+// lives when it is not collab.db, a PostgreSQL URL. It is kept in the
+// file DBSettingPath, not in the record it names.
+const SettingDB = "db"
+
+// EnvDB overrides the db setting for one run, as COLLAB_ROOT does the root.
+const EnvDB = "COLLAB_DB"
+
+// DBSettingPath holds the db setting.
+func (r Root) DBSettingPath() string { return filepath.Join(r.Dir, "db") }
+
+// DBLocation is where the root's record lives: COLLAB_DB, else the db
+// setting, else the SQLite file.
+func (r Root) DBLocation() string {
+	if v := os.Getenv(EnvDB); v != "" {
+		return v
+	}
+	if b, err := os.ReadFile(r.DBSettingPath()); err == nil {
+		if v := strings.TrimSpace(string(b)); v != "" {
+			return v
+		}
+	}
+	return r.DBPath()
+}
+func (r Root) KeyPath() string { return filepath.Join(r.Dir, "forge.key") }
+func (r Root) LogDir() string  { return filepath.Join(r.Dir, "log") }
 
 // Open opens the root's existing database.
 func (r Root) Open(ctx context.Context) (*store.DB, error) {
-	db, err := store.OpenExisting(ctx, r.DBPath())
+	db, err := store.OpenExisting(ctx, r.DBLocation())
 	if err != nil {
 		return nil, fault.Default(err, "forge database unavailable")
 	}
+	db.SetBeside(r.DBPath())
 	return db, nil
 }
 
 // OpenNoMigrate opens the root's database without touching its schema.
 func (r Root) OpenNoMigrate(ctx context.Context) (*store.DB, error) {
-	db, err := store.OpenNoMigrate(ctx, r.DBPath())
+	db, err := store.OpenNoMigrate(ctx, r.DBLocation())
 	if err != nil {
 		return nil, fault.Default(err, "forge database unavailable")
 	}
+	db.SetBeside(r.DBPath())
+	return db, nil
+}
+
+// OpenShort opens the root's database for a process that lives for one
+// request (store.OpenShort).
+func (r Root) OpenShort(ctx context.Context) (*store.DB, error) {
+	db, err := store.OpenShort(ctx, r.DBLocation())
+	if err != nil {
+		return nil, err
+	}
+	db.SetBeside(r.DBPath())
 	return db, nil
 }
 
@@ -124,8 +165,21 @@ const (
 const Umask = layout.Umask
 
 // Init creates the root, its database and forge key, and stores the given
-// non-empty settings. Running it again changes nothing else.
+// non-empty settings. Running it again changes nothing else. A db setting
+// (a PostgreSQL URL) is checked, connected to and migrated before anything
+// is made, and written last, so that a bad one leaves nothing behind.
 func Init(ctx context.Context, r Root, settings map[string]string) error {
+	loc, err := initLocation(r, settings[SettingDB])
+	if err != nil {
+		return err
+	}
+	var db *store.DB
+	if store.IsURL(loc) {
+		if db, err = store.Open(ctx, loc); err != nil {
+			return err
+		}
+		defer db.Close()
+	}
 	for _, d := range []string{r.Dir, r.ReposDir(), r.LogDir()} {
 		if err := mkdirPrivate(d); err != nil {
 			return err
@@ -134,13 +188,18 @@ func Init(ctx context.Context, r Root, settings map[string]string) error {
 	if err := ensureKey(r.KeyPath()); err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, r.DBPath())
-	if err != nil {
-		return err
+	if db == nil {
+		if db, err = store.Open(ctx, loc); err != nil {
+			return err
+		}
+		defer db.Close()
+	} else if settings[SettingDB] != "" {
+		if err := writePrivate(r.DBSettingPath(), settings[SettingDB]+"\n"); err != nil {
+			return err
+		}
 	}
-	defer db.Close()
 	for k, v := range settings {
-		if v == "" {
+		if v == "" || k == SettingDB {
 			continue
 		}
 		if err := CheckSetting(k, v); err != nil {
@@ -163,6 +222,44 @@ func Init(ctx context.Context, r Root, settings map[string]string) error {
 		}
 		return store.SetSetting(ctx, tx, SettingURL, DefaultURL)
 	})
+}
+
+// initLocation is where init puts the record: the db setting given, which
+// must be a PostgreSQL URL and may not move a root that already has a
+// record elsewhere (migrate-to-postgres does that), else where it is.
+func initLocation(r Root, db string) (string, error) {
+	have := r.DBLocation()
+	if db == "" {
+		return have, nil
+	}
+	if err := store.CheckURL(db); err != nil {
+		return "", err
+	}
+	if have != db && (store.IsURL(have) || exists(r.DBPath())) {
+		return "", fault.New(fault.Usage, "the root's record is already at %s: init --db does not move it (collab-hook migrate-to-postgres does)", store.Redact(have))
+	}
+	return db, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// writePrivate writes a file of the root's with FileMode (it may hold a
+// password), whole or not at all.
+func writePrivate(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), FileMode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, FileMode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // DefaultURL is collab-web's default listen address as a URL.

@@ -164,7 +164,7 @@ func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(stri
 	closeDB = func() {}
 	fenced := h.Name == "pre-receive" && pushcheck.CarriesLease(pushcheck.OptionsOf(getenv))
 	if e.DB == nil && (fenced || !checked || hand.Limits == nil || (e.Rules == nil && pushcheck.TouchesBranches(us))) {
-		if e.DB, err = store.OpenShort(ctx, h.Root.DBPath()); err != nil {
+		if e.DB, err = h.Root.OpenShort(ctx); err != nil {
 			return nil, nil, fault.Default(err, "forge database unavailable")
 		}
 		closeDB = func() { e.DB.Close() }

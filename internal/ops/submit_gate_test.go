@@ -119,7 +119,7 @@ func (f *gateForge) patch(n int, file string) string {
 		if _, _, err := patches.AddRevision(f.ctx, tx, "demo.git", id, c, base, "ada", f.clock()); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(f.ctx, "INSERT OR IGNORE INTO branch_scans(repo, branch, tip, scanned_at) VALUES ('demo.git', 'main', ?, '')", base)
+		_, err := tx.ExecContext(f.ctx, "INSERT INTO branch_scans(repo, branch, tip, scanned_at) VALUES ('demo.git', 'main', ?, '') ON CONFLICT DO NOTHING", base)
 		return err
 	})
 	if err != nil {

@@ -67,11 +67,11 @@ func Edit(ctx context.Context, tx store.Querier, repo, id string, u Update, now 
 	}
 	if u.FromCommit {
 		if u.Title != nil {
-			set += ", title = CASE WHEN titled THEN title ELSE ? END"
+			set += ", title = CASE WHEN titled = 1 THEN title ELSE ? END"
 			args = append(args, *u.Title)
 		}
 		if u.Description != nil {
-			set += ", description = CASE WHEN titled THEN description ELSE ? END"
+			set += ", description = CASE WHEN titled = 1 THEN description ELSE ? END"
 			args = append(args, *u.Description)
 		}
 	} else {

@@ -194,7 +194,7 @@ func writeKeys(ctx context.Context, db *store.DB, fn func(tx *sql.Tx) (changed b
 		if err != nil || !changed {
 			return err
 		}
-		if err := writeIndex(ctx, tx, db.Path()); err != nil {
+		if err := writeIndex(ctx, tx, db.Beside()); err != nil {
 			return err
 		}
 		wrote = true
@@ -211,7 +211,7 @@ func writeKeys(ctx context.Context, db *store.DB, fn func(tx *sql.Tx) (changed b
 // WriteKeyIndex rewrites the key index of db from what it holds now (init
 // does, so that an upgraded or restored root gets one).
 func WriteKeyIndex(ctx context.Context, db *store.DB) error {
-	return db.Write(ctx, func(tx *sql.Tx) error { return writeIndex(ctx, tx, db.Path()) })
+	return db.Write(ctx, func(tx *sql.Tx) error { return writeIndex(ctx, tx, db.Beside()) })
 }
 
 func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
@@ -315,14 +315,17 @@ func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, erro
 // KeysCommand answers sshd's AuthorizedKeysCommand for the key given as
 // %t and %k: its authorized_keys line, or "" when no enabled principal owns
 // it. It reads the key index beside the database at dbPath, and the
-// database itself only where the index cannot answer (missing, say, in a
-// root made before the index existed).
-func KeysCommand(ctx context.Context, c Command, dbPath, typ, blob string) (string, error) {
-	line, err := keyindex.Answer(c, dbPath, typ, blob)
-	if !errors.Is(err, keyindex.ErrUnusable) {
-		return line, err
+// record at loc itself only where the index cannot answer (missing, say,
+// in a root made before the index existed) or the record is on PostgreSQL
+// (where another host may have changed the keys).
+func KeysCommand(ctx context.Context, c Command, dbPath, loc, typ, blob string) (string, error) {
+	if !store.IsURL(loc) {
+		line, err := keyindex.Answer(c, dbPath, typ, blob)
+		if !errors.Is(err, keyindex.ErrUnusable) {
+			return line, err
+		}
 	}
-	name, err := ownerInDB(ctx, dbPath, typ, blob)
+	name, err := ownerInDB(ctx, loc, typ, blob)
 	if err != nil || name == "" {
 		return "", err
 	}

@@ -197,14 +197,14 @@ func SetGrant(ctx context.Context, db *store.DB, principal, repo string, level a
 		return fault.New(fault.Usage, "bad access level: want read, write or admin")
 	}
 	return setGrant(ctx, db, principal, repo, `INSERT INTO grants(principal, repo, level) VALUES (?1, ?2, ?3)
-		ON CONFLICT(principal, repo) DO UPDATE SET level = excluded.level, delegate = delegate AND excluded.level <> 'read'`, level.String())
+		ON CONFLICT(principal, repo) DO UPDATE SET level = excluded.level, delegate = CASE WHEN excluded.level <> 'read' THEN grants.delegate ELSE 0 END`, level.String())
 }
 
 // SetDelegate grants principal the delegate capability on repo (a key or
 // "*"), with write access there unless it has admin already.
 func SetDelegate(ctx context.Context, db *store.DB, principal, repo string) error {
 	return setGrant(ctx, db, principal, repo, `INSERT INTO grants(principal, repo, level, delegate) VALUES (?1, ?2, ?3, 1)
-		ON CONFLICT(principal, repo) DO UPDATE SET delegate = 1, level = CASE level WHEN 'admin' THEN 'admin' ELSE excluded.level END`, access.Write.String())
+		ON CONFLICT(principal, repo) DO UPDATE SET delegate = 1, level = CASE grants.level WHEN 'admin' THEN 'admin' ELSE excluded.level END`, access.Write.String())
 }
 
 // setGrant runs upsert (arguments principal, repo, level) once both exist.

@@ -203,7 +203,7 @@ func TestKeysCommandIndex(t *testing.T) {
 	check := func(step, want1, want2 string) {
 		t.Helper()
 		for _, c := range []struct{ typ, blob, want string }{{f1[0], f1[1], want1}, {f2[0], f2[1], want2}} {
-			got, err := KeysCommand(ctx, cmd, db.Path(), c.typ, c.blob)
+			got, err := KeysCommand(ctx, cmd, db.Path(), db.Path(), c.typ, c.blob)
 			if err != nil || got != line(c.want, c.typ, c.blob) {
 				t.Errorf("%s: KeysCommand(%.20s) = %q, %v; want the line of %q", step, c.blob, got, err, c.want)
 			}
@@ -223,7 +223,7 @@ func TestKeysCommandIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No index yet: the database answers.
-	if got, err := KeysCommand(ctx, cmd, db.Path(), f1[0], f1[1]); err != nil || got != "" {
+	if got, err := KeysCommand(ctx, cmd, db.Path(), db.Path(), f1[0], f1[1]); err != nil || got != "" {
 		t.Errorf("before any key: %q %v", got, err)
 	}
 	k1, _, err := AddKey(ctx, db, "alice", edKey, now)
@@ -261,7 +261,7 @@ func TestKeysCommandIndex(t *testing.T) {
 	if err := os.Remove(keyindex.Path(db.Path())); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := KeysCommand(ctx, cmd, db.Path(), f1[0], f1[1]); err != nil || got != line("alice", f1[0], f1[1]) {
+	if got, err := KeysCommand(ctx, cmd, db.Path(), db.Path(), f1[0], f1[1]); err != nil || got != line("alice", f1[0], f1[1]) {
 		t.Errorf("no index: %q %v", got, err)
 	}
 	if err := WriteKeyIndex(ctx, db); err != nil {
@@ -298,7 +298,7 @@ func TestAuthorizedKeysFile(t *testing.T) {
 		}
 		var lines []string
 		for _, k := range want {
-			l, err := KeysCommand(ctx, cmd, db.Path(), k[0], k[1])
+			l, err := KeysCommand(ctx, cmd, db.Path(), db.Path(), k[0], k[1])
 			if err != nil || l == "" {
 				t.Fatalf("%s: keys-command %q: %q %v", step, k[1], l, err)
 			}

@@ -60,7 +60,7 @@ func writeInputSizeHint(root forge.Root, n int64) error {
 // to repository key: the principal still exists, is enabled and holds the
 // key used, and has write access; and that the root is writable.
 func checkWriter(ctx context.Context, r *Request, key string) (*store.DB, access.Level, error) {
-	db, err := store.OpenShort(ctx, r.Root.DBPath())
+	db, err := r.Root.OpenShort(ctx)
 	if err != nil {
 		return nil, 0, fault.Default(err, "forge database unavailable")
 	}

@@ -154,7 +154,7 @@ func Run(ctx context.Context, r *Request) int {
 		}
 	}
 	// One request, one connection: see store.OpenShort.
-	db, err := store.OpenShort(ctx, r.Root.DBPath())
+	db, err := r.Root.OpenShort(ctx)
 	if err != nil {
 		return refuse(fault.Default(err, "forge database unavailable"))
 	}

@@ -1,3 +1,5 @@
+//go:build postgres
+
 package store
 
 // The record on PostgreSQL (the root's db setting, docs/scale.md "The
@@ -25,7 +27,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -39,33 +40,12 @@ import (
 	"github.com/collab-forge/collab/internal/fault"
 )
 
-// IsURL reports whether loc names a PostgreSQL database (postgres:// or
-// postgresql://) rather than an SQLite file.
-func IsURL(loc string) bool {
-	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
-}
-
-// CheckURL refuses a database URL that does not parse, in one line.
-func CheckURL(loc string) error {
-	if !IsURL(loc) {
-		return fault.New(fault.Usage, "bad database URL: want postgres://USER@HOST/DBNAME")
-	}
+// checkPostgresURL is what pgx says of loc.
+func checkPostgresURL(loc string) error {
 	if _, err := pgx.ParseConfig(loc); err != nil {
 		return fault.New(fault.Usage, "bad database URL: %s", oneLine(err.Error()))
 	}
 	return nil
-}
-
-// Redact is loc with any password replaced, for logs and messages.
-func Redact(loc string) string {
-	u, err := url.Parse(loc)
-	if err != nil || u.User == nil {
-		return loc
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }
 
 // pgMaxRetries bounds how often Write runs its transaction again after a

@@ -48,8 +48,10 @@ type DB struct {
 	w    *sql.DB
 	r    *sql.DB
 	// pg is set for a PostgreSQL record (postgres.go); path is then its
-	// URL without the password.
-	pg bool
+	// URL without the password, and beside the path that the files kept
+	// beside the record start with (SetBeside).
+	pg     bool
+	beside string
 	// readOnly is set when the database sits on a read-only filesystem:
 	// reads work, every write is refused as "try again later".
 	readOnly bool
@@ -266,6 +268,20 @@ func (db *DB) Close() error {
 // Path is the database file, or a PostgreSQL record's URL without its
 // password.
 func (db *DB) Path() string { return db.path }
+
+// Beside is the path the files kept beside the record start with (the
+// key index, authorized_keys): the SQLite file's, or for a PostgreSQL
+// record what SetBeside said (its root's collab.db).
+func (db *DB) Beside() string {
+	if db.beside != "" {
+		return db.beside
+	}
+	return db.path
+}
+
+// SetBeside says where a PostgreSQL record's side files go, before the DB
+// is shared.
+func (db *DB) SetBeside(path string) { db.beside = path }
 
 // Postgres reports whether the record is on PostgreSQL.
 func (db *DB) Postgres() bool { return db.pg }
@@ -536,7 +552,7 @@ func (db *DB) Exclusive(ctx context.Context, fn func() error) error {
 
 // errNotOnPostgres is what the file-level operations of an SQLite record
 // (a copy, a snapshot under the writer lock) say of a PostgreSQL one.
-var errNotOnPostgres = fault.New(fault.Usage, "the forge record is on PostgreSQL: back it up with pg_dump (docs/operations.md)")
+var errNotOnPostgres = fault.New(fault.Usage, "the forge record is on PostgreSQL: back it up with pg_dump; collab-hook backup copies an SQLite record only")
 
 // CopyTo writes a consistent copy of the database to path, a file that must
 // not exist yet (VACUUM INTO: one read transaction, compacted, no WAL).
