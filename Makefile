@@ -2,12 +2,12 @@
 GO ?= go
 # urfave_cli_no_docs keeps the man-page generator out of collab-hook, whose
 # start-up every push pays.
-# TAGS=postgres builds in the PostgreSQL store (the root's db setting); without
-# it the binaries link no PostgreSQL driver, whose start-up every push would
-# pay (internal/store/postgres_off.go).
-TAGS ?=
-comma := ,
-export GOFLAGS ?= -buildvcs=false -tags=urfave_cli_no_docs$(if $(TAGS),$(comma)$(TAGS))
+export GOFLAGS ?= -buildvcs=false -tags=urfave_cli_no_docs
+# collab-web and collab-hook-pg link the PostgreSQL store (the root's db
+# setting); collab-hook does not, whose every run would pay the driver's
+# start-up, and hands a forge on PostgreSQL over to collab-hook-pg
+# (internal/store/postgres_off.go).
+PGFLAGS = -tags=urfave_cli_no_docs,postgres
 # Static binaries: modernc's SQLite is pure Go, and a hook process skips the
 # dynamic loader.
 export CGO_ENABLED ?= 0
@@ -18,6 +18,8 @@ all: build
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+	$(GO) build $(PGFLAGS) -o bin/collab-web ./cmd/collab-web
+	$(GO) build $(PGFLAGS) -o bin/collab-hook-pg ./cmd/collab-hook
 
 # deps installs what the suite needs (openssh-server, chromium, …) when
 # missing; it uses apt-get and so needs root.
@@ -38,7 +40,7 @@ PG_PKGS = ./internal/store/... ./internal/events ./internal/access ./internal/le
 
 test: deps vet
 	$(GO) test -count=1 -timeout 60m ./...
-	COLLAB_TEST_STORE=postgres GOFLAGS="$(GOFLAGS),postgres" $(GO) test -count=1 -timeout 20m $(PG_PKGS)
+	COLLAB_TEST_STORE=postgres $(GO) test $(PGFLAGS) -count=1 -timeout 20m $(PG_PKGS)
 
 demo: deps build
 	./scripts/demo.sh

@@ -61,7 +61,7 @@ if [[ " $* " == *" --stop "* ]]; then
 	exit 0
 fi
 
-for b in collab-hook collab-hook-fast collab-web; do
+for b in collab-hook collab-hook-fast collab-hook-pg collab-web; do
 	[ -x "$bin/$b" ] || { echo "demo.sh: $bin/$b missing; run make build" >&2; exit 1; }
 done
 if [ ! -x /usr/sbin/sshd ]; then

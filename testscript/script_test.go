@@ -27,12 +27,18 @@ func TestMain(m *testing.M) {
 	// sshd runs forced commands as another user in some scripts; let it in.
 	_ = os.Chmod(dir, 0o755)
 	binDir = dir
-	for _, cmd := range []string{"collab-hook", "collab-hook-fast", "collab-web"} {
-		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(dir, cmd), "github.com/collab-forge/collab/cmd/"+cmd)
+	// As make build: collab-web and collab-hook-pg with the PostgreSQL store.
+	for _, b := range []struct{ name, cmd, tags string }{
+		{"collab-hook", "collab-hook", "urfave_cli_no_docs"},
+		{"collab-hook-fast", "collab-hook-fast", "urfave_cli_no_docs"},
+		{"collab-web", "collab-web", "urfave_cli_no_docs,postgres"},
+		{"collab-hook-pg", "collab-hook", "urfave_cli_no_docs,postgres"},
+	} {
+		build := exec.Command("go", "build", "-tags", b.tags, "-o", filepath.Join(dir, b.name), "github.com/collab-forge/collab/cmd/"+b.cmd)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, err := build.CombinedOutput()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", b.name, err, out)
 			os.Exit(1)
 		}
 	}

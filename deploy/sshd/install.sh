@@ -8,7 +8,7 @@
 #       [--url URL] [--ssh URL] [--listen ADDR] [--daemon-port PORT]
 #       [--no-start]
 #
-# --bin DIR holds collab-hook, collab-hook-fast and collab-web (default ./bin,
+# --bin DIR holds collab-hook, collab-hook-fast, collab-hook-pg and collab-web (default ./bin,
 # from make build).
 # The paths it writes to can be moved for a trial run with LIBEXEC, BINDIR,
 # SSHD_DIR and UNIT_DIR in the environment.
@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" = 0 ] || die "run as root"
-for b in collab-hook collab-hook-fast collab-web; do
+for b in collab-hook collab-hook-fast collab-hook-pg collab-web; do
 	[ -x "$bin/$b" ] || die "$bin/$b missing: run make build first, or give --bin DIR"
 done
 case "$root" in /*) ;; *) die "--root must be absolute" ;; esac
@@ -82,7 +82,7 @@ home=$(getent passwd "$user" | cut -d: -f6)
 #    that answers keys-command and pre-receive without the database, must
 #    lie beside collab-hook, which it hands everything else to.
 install -d -o root -g root -m 0755 "$LIBEXEC" "$BINDIR"
-for b in collab-hook collab-hook-fast collab-web; do
+for b in collab-hook collab-hook-fast collab-hook-pg collab-web; do
 	install -o root -g root -m 0755 "$bin/$b" "$LIBEXEC/$b.new"
 	mv -f "$LIBEXEC/$b.new" "$LIBEXEC/$b"
 	ln -sfn "$LIBEXEC/$b" "$BINDIR/$b"
@@ -93,7 +93,7 @@ awk=$(command -v awk) || die "no awk"
 case "$awk" in /*) ;; *) die "awk is not a program on PATH ($awk)" ;; esac
 install -o root -g root -m 0644 "$here/keys-command.awk" "$LIBEXEC/keys-command.awk.new"
 mv -f "$LIBEXEC/keys-command.awk.new" "$LIBEXEC/keys-command.awk"
-say "installed $LIBEXEC/collab-hook, collab-hook-fast, collab-web (linked from $BINDIR) and keys-command.awk"
+say "installed $LIBEXEC/collab-hook, collab-hook-fast, collab-hook-pg, collab-web (linked from $BINDIR) and keys-command.awk"
 
 # 4. The root, owned by the forge's user; init is safe to run again and
 #    writes the key index that keys-command reads at every login (so an

@@ -68,6 +68,29 @@ func Parse(args []string, lookup func(string) (string, bool)) (Call, bool) {
 	return Call{}, false
 }
 
+// Root is the root a command line names, read as urfave/cli reads it: a
+// --root flag anywhere before "--" (the last wins), else COLLAB_ROOT,
+// else the default.
+func Root(args []string, lookup func(string) (string, bool)) string {
+	root := layout.DefaultRoot
+	if v, ok := lookup("COLLAB_ROOT"); ok {
+		root = v
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return root
+		case a == "--root" && i+1 < len(args):
+			root = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--root="):
+			root = strings.TrimPrefix(a, "--root=")
+		}
+	}
+	return root
+}
+
 // Direct recognises a hook that git runs as itself, from the root's hooks
 // directory (internal/hookdir) where serve points git: no arguments, the
 // hook's name as the program's (args[0], the path git ran), and the root

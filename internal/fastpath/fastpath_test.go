@@ -73,3 +73,31 @@ func TestDirect(t *testing.T) {
 		}
 	}
 }
+
+func TestRoot(t *testing.T) {
+	env := func(root string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			if k == "COLLAB_ROOT" && root != "" {
+				return root, true
+			}
+			return "", false
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"collab-hook", "fsck"}, "", layout.DefaultRoot},
+		{[]string{"collab-hook", "fsck"}, "/e", "/e"},
+		{[]string{"collab-hook", "--root", "/a", "fsck"}, "/e", "/a"},
+		{[]string{"collab-hook", "--root=/a", "serve", "--as", "x"}, "", "/a"},
+		{[]string{"collab-hook", "user", "add", "x", "--root", "/b"}, "", "/b"},
+		{[]string{"collab-hook", "issue", "--", "--root", "/b"}, "/e", "/e"},
+		{[]string{"/srv/c/hooks/pre-receive"}, "/srv/c", "/srv/c"},
+	} {
+		if got := Root(tc.args, env(tc.env)); got != tc.want {
+			t.Errorf("Root(%q) with COLLAB_ROOT %q = %q, want %q", tc.args, tc.env, got, tc.want)
+		}
+	}
+}

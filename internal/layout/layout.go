@@ -24,6 +24,11 @@ const DefaultRoot = "/srv/collab"
 // Repos is the directory of root's repositories.
 func Repos(root string) string { return filepath.Join(root, "repos") }
 
+// PostgresBinary is collab-hook built with the PostgreSQL store, which
+// collab-hook, built without it, hands a run over to where the root's
+// record is on PostgreSQL (cmd/collab-hook/handover.go).
+const PostgresBinary = "collab-hook-pg"
+
 // DB is root's database file.
 func DB(root string) string { return filepath.Join(root, "collab.db") }
 

@@ -14,11 +14,13 @@ import (
 	"testing"
 
 	"github.com/collab-forge/collab/internal/buildtest"
+	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // TestForgeOnPostgres: a forge whose record is on PostgreSQL, driven as
-// sshd drives it (collab-hook serve --as NAME with SSH_ORIGINAL_COMMAND):
+// sshd drives it (collab-hook serve --as NAME with SSH_ORIGINAL_COMMAND),
+// collab-hook handing each run to collab-hook-pg:
 // init --db refuses a bad URL (exit 2) and an unreachable server (exit 6)
 // leaving nothing behind; then an issue filed by one principal is read by
 // another, and 32 agents racing for its lease leave one holder, the rest
@@ -34,8 +36,12 @@ func TestForgeOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "collab-hook")
-	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs,postgres")
+	// As make build: collab-hook without the driver hands the run to
+	// collab-hook-pg beside it.
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "collab-hook")
+	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs")
+	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
 	root := filepath.Join(t.TempDir(), "root")
 	run := func(env []string, args ...string) (string, int) {
 		t.Helper()

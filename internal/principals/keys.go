@@ -194,7 +194,7 @@ func writeKeys(ctx context.Context, db *store.DB, fn func(tx *sql.Tx) (changed b
 		if err != nil || !changed {
 			return err
 		}
-		if err := writeIndex(ctx, tx, db.Beside()); err != nil {
+		if err := writeIndex(ctx, tx, db); err != nil {
 			return err
 		}
 		wrote = true
@@ -211,10 +211,24 @@ func writeKeys(ctx context.Context, db *store.DB, fn func(tx *sql.Tx) (changed b
 // WriteKeyIndex rewrites the key index of db from what it holds now (init
 // does, so that an upgraded or restored root gets one).
 func WriteKeyIndex(ctx context.Context, db *store.DB) error {
-	return db.Write(ctx, func(tx *sql.Tx) error { return writeIndex(ctx, tx, db.Beside()) })
+	return db.Write(ctx, func(tx *sql.Tx) error { return writeIndex(ctx, tx, db) })
 }
 
-func writeIndex(ctx context.Context, q store.Querier, dbPath string) error {
+// writeIndex writes the key files beside db's record. A record on
+// PostgreSQL keeps none: another host may change the keys, and a file of
+// this host's would go on letting in a key removed there. With no index
+// keys-command (the awk, collab-hook-fast) asks the record itself, so a
+// key added on any host is let in at once.
+func writeIndex(ctx context.Context, q store.Querier, db *store.DB) error {
+	dbPath := db.Beside()
+	if db.Postgres() {
+		for _, p := range []string{keyindex.Path(dbPath), keyindex.AuthorizedPath(dbPath)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove %s: %w", p, err)
+			}
+		}
+		return nil
+	}
 	var es []keyindex.Entry
 	err := store.Each(ctx, q, `SELECT k.type, k.blob, k.principal FROM keys k JOIN principals p ON p.name = k.principal
 		WHERE p.disabled = 0 ORDER BY k.type, k.blob`, nil, func(rows *sql.Rows) error {

@@ -377,3 +377,6 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// PostgresBuilt reports whether this binary links the PostgreSQL store.
+func PostgresBuilt() bool { return true }

@@ -13,11 +13,12 @@ import (
 // Without the postgres build tag the binaries link no PostgreSQL driver:
 // pgx's package inits and the larger binary cost every collab-hook start
 // 2.0-2.5 ms of CPU (perf stat -r 300 of --version: 14.95 -> 17.24 and
-// 12.71 -> 14.77 ms task-clock), which every push and verb pays. A forge
-// whose record is on PostgreSQL runs binaries built with it (make build
-// TAGS=postgres).
+// 12.71 -> 14.77 ms task-clock), which every push and verb would pay. make
+// build links it into collab-web and collab-hook-pg, and collab-hook hands
+// the runs of a forge whose record is on PostgreSQL to collab-hook-pg
+// (cmd/collab-hook/handover.go).
 
-var errNoPostgres = fault.New(fault.Usage, "this collab was built without PostgreSQL: build it with the postgres tag (make build TAGS=postgres)")
+var errNoPostgres = fault.New(fault.Usage, "this binary links no PostgreSQL driver: run collab-hook-pg, or collab-web, which make build builds with it")
 
 func checkPostgresURL(string) error { return nil }
 
@@ -34,3 +35,6 @@ func (db *DB) migratePG(context.Context) error { return errNoPostgres }
 func (db *DB) versionPG(context.Context, Querier) (int, int, error) { return 0, 0, errNoPostgres }
 
 func classifyPG(err error) error { return err }
+
+// PostgresBuilt reports whether this binary links the PostgreSQL store.
+func PostgresBuilt() bool { return false }
