@@ -117,16 +117,29 @@ func serve(c *cli.Context) error {
 	// it, wait lets it finish its last transaction.
 	bctx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
-	bg.Add(3)
-	go func() { defer bg.Done(); background(bctx, root, db, log); <-bctx.Done() }()
+	bg.Add(2)
 	// The push sweeper: merge scans and refs that killed hooks missed
 	// (it writes: not on a read-only root, see background).
 	sw := &ops.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
 	go func() {
 		defer bg.Done()
-		if !db.ReadOnly() {
-			sw.Run(bctx, c.Duration("sweep-every"))
-		}
+		// What runs once per forge runs in one collab-web of all the
+		// hosts that share a PostgreSQL record (store.Lead).
+		db.Lead(bctx, "collab-web background", leadPoll, func(ctx context.Context) {
+			if db.Postgres() {
+				log.Info("leading: webhook delivery and the sweepers run in this process")
+			}
+			var w sync.WaitGroup
+			w.Add(2)
+			go func() { defer w.Done(); background(ctx, root, db, log); <-ctx.Done() }()
+			go func() {
+				defer w.Done()
+				if !db.ReadOnly() {
+					sw.Run(ctx, c.Duration("sweep-every"))
+				}
+			}()
+			w.Wait()
+		})
 	}()
 	go func() { defer bg.Done(); db.KeepWALSmall(bctx, c.Duration("checkpoint-every"), log) }()
 	defer func() { stopBackground(); bg.Wait() }()
@@ -150,6 +163,10 @@ func serve(c *cli.Context) error {
 	log.Info("stopped")
 	return nil
 }
+
+// leadPoll is how often a collab-web that does not lead asks for the lead
+// (store.Lead): a leader's host that died is replaced within three polls.
+const leadPoll = time.Second
 
 // background runs the process's non-HTTP work (webhook delivery and the
 // lease sweeper) until ctx ends.

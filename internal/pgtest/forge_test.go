@@ -5,13 +5,20 @@ package pgtest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/collab-forge/collab/internal/buildtest"
 	"github.com/collab-forge/collab/internal/layout"
@@ -134,4 +141,220 @@ func TestForgeOnPostgres(t *testing.T) {
 	if !strings.Contains(out, "token 1,") {
 		t.Errorf("lease list: %s; want one tenure, token 1", out)
 	}
+}
+
+// host is one forge host of TestTwoHosts: its root, and its collab-web.
+type host struct {
+	root, addr string
+	web        *exec.Cmd
+	logs       bytes.Buffer
+}
+
+// TestTwoHosts: two forge hosts, each its own root and collab-web, share
+// one PostgreSQL record and (as a shared mount would) one repositories
+// directory and forge key. Agents on both race for the issues' leases:
+// each issue goes to one agent. A comment written through A shows on B's
+// page at once. Each event is delivered to a webhook once, though both
+// hosts' collab-web run.
+func TestTwoHosts(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(ctx) })
+	url, err := c.CreateDB(ctx, "forge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "collab-hook")
+	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs")
+	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
+	buildtest.Build(t, "../../cmd/collab-web", filepath.Join(dir, "collab-web"), "urfave_cli_no_docs,postgres")
+	run := func(root string, env []string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	must := func(root string, args ...string) string {
+		t.Helper()
+		out, code := run(root, nil, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+		return out
+	}
+	as := func(root, who, verb string) (string, int) {
+		return run(root, []string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)
+	}
+
+	var mu sync.Mutex
+	got := map[string]int{} // X-Collab-Delivery: times delivered
+	events := map[string]bool{}
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			ID    int64  `json:"id"`
+			Event string `json:"event"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&ev)
+		mu.Lock()
+		got[r.Header.Get("X-Collab-Delivery")]++
+		events[fmt.Sprintf("%d %s", ev.ID, ev.Event)] = true
+		mu.Unlock()
+	}))
+	defer recv.Close()
+
+	a, b := &host{root: filepath.Join(dir, "a")}, &host{root: filepath.Join(dir, "b")}
+	must(a.root, "init", "--db", url, "--url", "http://a.test")
+	for _, args := range [][]string{
+		{"user", "add", "alice"}, {"user", "add", "bob"}, {"repo", "create", "demo", "--public"},
+		{"grant", "alice", "demo", "write"}, {"grant", "bob", "demo", "write"}, {"webhook", "add", recv.URL},
+	} {
+		must(a.root, args...)
+	}
+	// B mounts A's repositories and holds the forge's key, as a second
+	// host would.
+	if err := os.MkdirAll(b.root, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a.root, "repos"), filepath.Join(b.root, "repos")); err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(filepath.Join(a.root, "forge.key"))
+	if err != nil || os.WriteFile(filepath.Join(b.root, "forge.key"), key, 0o600) != nil {
+		t.Fatal("copy forge.key", err)
+	}
+	must(b.root, "init", "--db", url, "--url", "http://a.test")
+
+	for _, h := range []*host{a, b} {
+		h.addr = freeAddr(t)
+		h.web = exec.Command(filepath.Join(dir, "collab-web"), "--root", h.root, "--listen", h.addr)
+		h.web.Stdout, h.web.Stderr = &h.logs, &h.logs
+		if err := h.web.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			h.web.Process.Signal(os.Interrupt)
+			h.web.Wait()
+			if t.Failed() {
+				t.Logf("collab-web on %s:\n%s", filepath.Base(h.root), h.logs.String())
+			}
+		})
+	}
+
+	var ids []string
+	for n := range 6 {
+		root := []string{a.root, b.root}[n%2]
+		out, code := as(root, "alice", fmt.Sprintf("issue new demo --title 'issue %d'", n))
+		if code != 0 {
+			t.Fatalf("issue new on %s: exit %d\n%s", filepath.Base(root), code, out)
+		}
+		ids = append(ids, strings.Fields(out)[1])
+	}
+	if out, code := as(a.root, "bob", "issue comment demo "+ids[1]+" --body 'written on host a'"); code != 0 {
+		t.Fatalf("comment: exit %d\n%s", code, out)
+	}
+	page := waitPage(t, "http://"+b.addr+"/demo/-/issues/"+ids[1])
+	if !strings.Contains(page, "written on host a") {
+		t.Errorf("B's page of the issue lacks A's comment:\n%.500s", page)
+	}
+
+	var wg sync.WaitGroup
+	results := make(chan string, 16)
+	for n := range 16 {
+		root, who := []string{a.root, b.root}[n%2], []string{"alice", "bob"}[n/2%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, code := as(root, who, "lease acquire demo --next --ttl 10m")
+			results <- fmt.Sprintf("%d %s", code, out)
+		}()
+	}
+	wg.Wait()
+	close(results)
+	claimed := map[string]int{}
+	for r := range results {
+		switch f := strings.Fields(r); f[0] {
+		case "0":
+			claimed[strings.TrimSuffix(f[2], ":")]++
+		case "4": // none left
+		default:
+			t.Errorf("lease acquire --next: %s", r)
+		}
+	}
+	for _, id := range ids {
+		if claimed[id] != 1 {
+			t.Errorf("issue %s claimed %d times, want once (%v)", id, claimed[id], claimed)
+		}
+	}
+
+	// Every event so far (6 filed, 1 comment, 6 leases), each once: wait
+	// for them, then for one more, which the one dispatcher delivers after
+	// them; a second dispatcher would have sent the first ones again.
+	want := len(ids) + 1 + len(ids)
+	waitFor(t, "the events' deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(events) >= want })
+	out, code := as(b.root, "alice", "issue new demo --title 'the last'")
+	if code != 0 {
+		t.Fatalf("issue new: exit %d\n%s", code, out)
+	}
+	waitFor(t, "the last event", func() bool { mu.Lock(); defer mu.Unlock(); return len(events) >= want+1 })
+	mu.Lock()
+	defer mu.Unlock()
+	for d, n := range got {
+		if n != 1 {
+			t.Errorf("delivery %s sent %d times, want once", d, n)
+		}
+	}
+	if len(got) != want+1 {
+		t.Errorf("%d deliveries for %d events", len(got), want+1)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitFor polls cond until it holds, for at most two minutes (a loaded
+// machine), failing the test past that.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within two minutes", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPage gets url once collab-web answers it.
+func waitPage(t *testing.T, url string) string {
+	t.Helper()
+	var body string
+	waitFor(t, "page "+url, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK
+	})
+	return body
 }

@@ -380,3 +380,78 @@ func oneLine(s string) string {
 
 // PostgresBuilt reports whether this binary links the PostgreSQL store.
 func PostgresBuilt() bool { return true }
+
+// leadPG runs work while this process holds the session-level advisory
+// lock named name on a connection of its own, and cancels it when the lock
+// is lost (the connection broke: the server then releases the lock, and
+// another host takes it). It tries for the lock every poll and returns
+// when ctx ends.
+func (db *DB) leadPG(ctx context.Context, name string, poll time.Duration, work func(ctx context.Context)) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		if conn, ok := db.tryLock(ctx, name); ok {
+			db.holdLock(ctx, conn, poll, work)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tryLock takes the lock named name on a new connection, which it returns
+// while the lock is held.
+func (db *DB) tryLock(ctx context.Context, name string) (*sql.Conn, bool) {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return nil, false
+	}
+	var got bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(7368201, hashtext(?))", name).Scan(&got); err != nil || !got {
+		conn.Close()
+		return nil, false
+	}
+	return conn, true
+}
+
+// holdLock runs work until ctx ends or conn stops answering, then ends the
+// session (releasing the lock) and waits for work to return. It starts
+// work two polls after it got the lock: a leader whose session the server
+// ended (a broken connection, not a dead host) goes on until its next
+// ping fails, within a poll, and must have stopped before the next starts.
+func (db *DB) holdLock(ctx context.Context, conn *sql.Conn, poll time.Duration, work func(ctx context.Context)) {
+	defer func() {
+		// Closing a connection hands it back to the pool, where the lock
+		// would stay held: end the session instead.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		conn.Close()
+	}()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(2 * poll):
+	}
+	if err := conn.PingContext(ctx); err != nil {
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); work(wctx) }()
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for wctx.Err() == nil {
+		select {
+		case <-wctx.Done():
+		case <-done:
+			cancel()
+		case <-t.C:
+			if err := conn.PingContext(wctx); err != nil && wctx.Err() == nil {
+				cancel()
+			}
+		}
+	}
+	cancel()
+	<-done
+}

@@ -36,5 +36,7 @@ func (db *DB) versionPG(context.Context, Querier) (int, int, error) { return 0, 
 
 func classifyPG(err error) error { return err }
 
+func (db *DB) leadPG(context.Context, string, time.Duration, func(context.Context)) {}
+
 // PostgresBuilt reports whether this binary links the PostgreSQL store.
 func PostgresBuilt() bool { return false }

@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/pgtest"
@@ -237,5 +239,58 @@ func TestPostgresMigratesOnce(t *testing.T) {
 	var rows int
 	if err := db.R().QueryRowContext(ctx, "SELECT count(*) FROM schema_version").Scan(&rows); err != nil || rows != 1 {
 		t.Errorf("schema_version rows = %d, %v; want 1", rows, err)
+	}
+}
+
+// TestPostgresLead: of two processes (two handles on one record) calling
+// Lead, one runs the work at a time; when the leader's session dies (its
+// host gone), the lock is released and a leader runs the work again.
+func TestPostgresLead(t *testing.T) {
+	c := cluster(t)
+	a := openPG(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, err := Open(ctx, c.URL("forge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var active, most atomic.Int32
+	led := make(chan string, 16)
+	var wg sync.WaitGroup
+	for name, db := range map[string]*DB{"a": a, "b": b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db.Lead(ctx, "test", 250*time.Millisecond, func(ctx context.Context) {
+				n := active.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				led <- name
+				<-ctx.Done()
+				active.Add(-1)
+			})
+		}()
+	}
+	wait := func() string {
+		select {
+		case who := <-led:
+			return who
+		case <-time.After(time.Minute):
+			t.Fatal("no leader within a minute")
+			return ""
+		}
+	}
+	wait()
+	var killed int
+	if err := a.R().QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND classid = 7368201`).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminate the leader's session: %d, %v", killed, err)
+	}
+	wait()
+	cancel()
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("at most %d leaders at once, want 1", m)
 	}
 }

@@ -283,6 +283,21 @@ func (db *DB) Beside() string {
 // is shared.
 func (db *DB) SetBeside(path string) { db.beside = path }
 
+// Lead runs work, until ctx ends, in only one of the processes of a
+// forge that call it with name at once: what must run once per forge
+// (webhook delivery, the sweepers) however many hosts share the record.
+// On SQLite, whose forge is one host, it is work(ctx). On PostgreSQL the
+// process that leads holds a session-level advisory lock, and the others
+// try for it every poll: where the leader's host dies its session ends,
+// the server releases the lock, and another takes over within three polls.
+func (db *DB) Lead(ctx context.Context, name string, poll time.Duration, work func(ctx context.Context)) {
+	if !db.pg {
+		work(ctx)
+		return
+	}
+	db.leadPG(ctx, name, poll, work)
+}
+
 // Postgres reports whether the record is on PostgreSQL.
 func (db *DB) Postgres() bool { return db.pg }
 
