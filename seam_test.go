@@ -19,7 +19,7 @@ import (
 )
 
 // seamMethods are the methods of *store.DB a use case may call.
-var seamMethods = []string{"Write", "Read", "R", "Ping", "Settings"}
+var seamMethods = []string{"Write", "Read", "R", "Ping", "Settings", "Now"}
 
 // sqlText is a string that reads as an SQL statement (collab writes its
 // SQL's keywords in capitals).

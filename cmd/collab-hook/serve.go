@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -53,7 +52,6 @@ func runServe(ctx context.Context, g globals, as string) error {
 		Stdout:    os.Stdout,
 		Stderr:    os.Stderr,
 		Log:       log,
-		Now:       time.Now,
 		Exec: func(path string, argv, env []string) error {
 			_ = closeLog()
 			return syscall.Exec(path, argv, env)

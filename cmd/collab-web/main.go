@@ -120,7 +120,7 @@ func serve(c *cli.Context) error {
 	bg.Add(2)
 	// The push sweeper: merge scans and refs that killed hooks missed
 	// (it writes: not on a read-only root, see background).
-	sw := &ops.Sweeper{Root: root, DB: db, Log: log, Now: time.Now, Grace: c.Duration("sweep-grace")}
+	sw := &ops.Sweeper{Root: root, DB: db, Log: log, Now: db.Now, Grace: c.Duration("sweep-grace")}
 	go func() {
 		defer bg.Done()
 		// What runs once per forge runs in one collab-web of all the

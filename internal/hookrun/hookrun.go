@@ -169,6 +169,9 @@ func pushEnv(ctx context.Context, h Hook, hand hookenv.Handoff, getenv func(stri
 		}
 		closeDB = func() { e.DB.Close() }
 	}
+	if e.DB != nil {
+		e.Now = e.DB.Now // the record's clock: lease tokens agree across hosts
+	}
 	if h.Name == "pre-receive" && h.Gate != nil {
 		e.Passed = func(us []ops.Update) []any {
 			return passed(ctx, h, hand, getenv, e, us)

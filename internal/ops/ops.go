@@ -51,7 +51,7 @@ const (
 type Service struct {
 	DB   *store.DB
 	Root forge.Root
-	// Now is the clock; nil means time.Now.
+	// Now is the clock; nil means the record's (store.DB.Now).
 	Now func() time.Time
 	// Log records the changes an action made; nil discards.
 	Log *slog.Logger
@@ -144,6 +144,9 @@ type Ref struct {
 }
 
 func (s *Service) now() time.Time {
+	if s.Now == nil && s.DB != nil {
+		return s.DB.Now().UTC() // the record's clock (several hosts agree)
+	}
 	if s.Now == nil {
 		return time.Now().UTC()
 	}

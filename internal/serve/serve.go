@@ -744,7 +744,7 @@ func verbEnv(ctx context.Context, r *Request, db *store.DB, log *slog.Logger) (*
 	}
 	now := r.Now
 	if now == nil {
-		now = time.Now
+		now = db.Now // the record's clock (store.DB.Now)
 	}
 	return &verbs.Env{
 		Root:      r.Root,

@@ -69,8 +69,14 @@ func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB
 	p := sql.OpenDB(rebinding{stdlib.GetConnector(*cfg)})
 	p.SetMaxOpenConns(conns)
 	p.SetMaxIdleConns(min(conns, 4))
-	db := &DB{path: Redact(loc), w: p, r: p, pg: true}
-	if err := p.PingContext(ctx); err != nil {
+	return finishPG(ctx, &DB{path: Redact(loc), w: p, r: p, pg: true}, migrate)
+}
+
+// finishPG checks that db answers, measures its clock and, when migrate is
+// set, brings its schema up to date.
+func finishPG(ctx context.Context, db *DB, migrate bool) (*DB, error) {
+	p := db.w
+	if err := db.measureSkew(ctx); err != nil {
 		p.Close()
 		return nil, db.classify(fmt.Errorf("connect to %s: %w", db.path, err))
 	}
@@ -454,4 +460,22 @@ func (db *DB) holdLock(ctx context.Context, conn *sql.Conn, poll time.Duration, 
 	}
 	cancel()
 	<-done
+}
+
+// measureSkew sets db.skew from the server's clock_timestamp(), taken as
+// of the middle of the round trip that read it.
+func (db *DB) measureSkew(ctx context.Context) error {
+	now := time.Now
+	if db.hostClock != nil {
+		now = db.hostClock
+	}
+	var ms float64
+	before := now()
+	if err := db.r.QueryRowContext(ctx, "SELECT extract(epoch FROM clock_timestamp()) * 1000").Scan(&ms); err != nil {
+		return err
+	}
+	after := now()
+	server := time.UnixMilli(int64(ms))
+	db.skew = server.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond)
+	return nil
 }

@@ -294,3 +294,32 @@ func TestPostgresLead(t *testing.T) {
 		t.Errorf("at most %d leaders at once, want 1", m)
 	}
 }
+
+// TestPostgresClock: the forge's clock on PostgreSQL is the server's, so
+// that a host whose clock is a minute off still agrees with the others on
+// when a lease expires.
+func TestPostgresClock(t *testing.T) {
+	c := cluster(t)
+	openPG(t, c)
+	ctx := context.Background()
+	db := &DB{pg: true, hostClock: func() time.Time { return time.Now().Add(-time.Minute) }}
+	p, err := Open(ctx, c.URL("forge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	db.w, db.r = p.w, p.r
+	if err := db.measureSkew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ms float64
+	if err := db.R().QueryRowContext(ctx, "SELECT extract(epoch FROM clock_timestamp()) * 1000").Scan(&ms); err != nil {
+		t.Fatal(err)
+	}
+	if d := db.Now().Sub(time.UnixMilli(int64(ms))).Abs(); d > 5*time.Second {
+		t.Errorf("a host a minute behind reads the forge's clock %v off the server's", d)
+	}
+	if d := db.hostClock().Sub(time.UnixMilli(int64(ms))).Abs(); d < 55*time.Second {
+		t.Errorf("the host's clock is only %v off: the test sets nothing off", d)
+	}
+}

@@ -52,6 +52,11 @@ type DB struct {
 	// beside the record start with (SetBeside).
 	pg     bool
 	beside string
+	// skew is what the PostgreSQL server's clock is ahead of this host's
+	// (Now), measured when the record was opened; hostClock is this
+	// host's clock (time.Now; tests set it off).
+	skew      time.Duration
+	hostClock func() time.Time
 	// readOnly is set when the database sits on a read-only filesystem:
 	// reads work, every write is refused as "try again later".
 	readOnly bool
@@ -296,6 +301,17 @@ func (db *DB) Lead(ctx context.Context, name string, poll time.Duration, work fu
 		return
 	}
 	db.leadPG(ctx, name, poll, work)
+}
+
+// Now is the forge's clock: this host's on SQLite, whose forge is one
+// host; on PostgreSQL the server's, as measured when the record was
+// opened, so that hosts whose clocks differ agree on when a lease expires.
+func (db *DB) Now() time.Time {
+	now := time.Now
+	if db.hostClock != nil {
+		now = db.hostClock
+	}
+	return now().Add(db.skew)
 }
 
 // Postgres reports whether the record is on PostgreSQL.

@@ -109,6 +109,9 @@ func Run(ctx context.Context, db *store.DB, key ed25519.PrivateKey, log *slog.Lo
 	if len(key) != ed25519.PrivateKeySize {
 		return fmt.Errorf("webhook signing key: %d bytes, want an Ed25519 private key", len(key))
 	}
+	if opts.Now == nil {
+		opts.Now = db.Now // the record's clock: lease expiry agrees across hosts
+	}
 	opts = opts.withDefaults()
 	d := &dispatcher{db: db, key: key, log: log.With("component", "webhook"), opts: opts, records: make(chan recording, maxGroup)}
 	var wg conc.WaitGroup
