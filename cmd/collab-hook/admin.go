@@ -3,6 +3,8 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +43,38 @@ func initCommand() *cli.Command {
 				return fault.Wrap(err, "init failed")
 			}
 			fmt.Fprintf(c.App.Writer, "forge root %s ready\n", root.Dir)
+			return nil
+		},
+	}
+}
+
+func migrateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "migrate-to-postgres",
+		Usage:     "move the root's SQLite record into an empty PostgreSQL database (stop collab-web and logins first)",
+		ArgsUsage: "URL",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fault.New(fault.Usage, "usage: migrate-to-postgres postgres://USER@HOST/DBNAME")
+			}
+			root, err := rootOf(c)
+			if err != nil {
+				return err
+			}
+			counts, err := forge.MigrateToPostgres(c.Context, root, c.Args().First())
+			if err != nil {
+				return fault.Default(err, "migrate-to-postgres failed")
+			}
+			tables := slices.Sorted(maps.Keys(counts))
+			rows := 0
+			for _, t := range tables {
+				rows += counts[t]
+			}
+			for _, t := range tables {
+				fmt.Fprintf(c.App.Writer, "%-18s %d rows\n", t, counts[t])
+			}
+			fmt.Fprintf(c.App.Writer, "moved %d rows of %d tables to %s, the same count in each; the SQLite record is kept as %s\n",
+				rows, len(tables), store.Redact(c.Args().First()), root.DBPath()+".before-postgres")
 			return nil
 		},
 	}

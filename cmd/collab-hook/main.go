@@ -46,6 +46,7 @@ func newApp() *cli.App {
 		},
 		Commands: []*cli.Command{
 			initCommand(),
+			migrateCommand(),
 			configCommand(),
 			repoCommand(),
 			userCommand(),

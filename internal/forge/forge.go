@@ -459,3 +459,65 @@ func HTTPCloneURL(base, key string) string {
 	}
 	return strings.TrimSuffix(base, "/") + "/" + key
 }
+
+// MigrateToPostgres moves the root's SQLite record into the empty
+// PostgreSQL database at url (migrate-to-postgres): in one SQLite write
+// transaction it copies every row, checks that each table holds as many
+// rows on both sides, sets the db setting and freezes the SQLite record
+// (store.FreezeRecord: a writer that waited for the lock is refused, not
+// lost), then keeps the SQLite file as collab.db.before-postgres. It
+// returns the tables' row counts.
+func MigrateToPostgres(ctx context.Context, r Root, url string) (map[string]int, error) {
+	if err := store.CheckURL(url); err != nil {
+		return nil, err
+	}
+	if have := r.DBLocation(); store.IsURL(have) {
+		return nil, fault.New(fault.Usage, "the root's record is already on PostgreSQL (%s)", store.Redact(have))
+	}
+	from, err := r.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer from.Close()
+	to, err := store.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer to.Close()
+	var counts map[string]int
+	err = from.Write(ctx, func(tx store.Tx) error {
+		var err error
+		if counts, err = store.CopyRecord(ctx, from, to); err != nil {
+			if errors.Is(err, store.ErrNotEmpty) {
+				return fault.New(fault.Usage, "%s: migrate-to-postgres moves a record into an empty database only", oneLine(err.Error()))
+			}
+			return err
+		}
+		// Set while the SQLite writer lock is held: a process that opens
+		// the root from now on finds the record on PostgreSQL.
+		if err := writePrivate(r.DBSettingPath(), url+"\n"); err != nil {
+			return err
+		}
+		return store.FreezeRecord(ctx, tx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := from.Checkpoint(ctx); err != nil {
+		return counts, err
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		p := r.DBPath() + suffix
+		if err := os.Rename(p, r.DBPath()+".before-postgres"+suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return counts, fmt.Errorf("keep the SQLite record: %w", err)
+		}
+	}
+	return counts, nil
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -357,4 +358,102 @@ func waitPage(t *testing.T, url string) string {
 		return resp.StatusCode == http.StatusOK
 	})
 	return body
+}
+
+// TestMigrateToPostgres: a forge on SQLite moves its record into an empty
+// PostgreSQL database; what its users read is the same afterwards, new
+// writes go on from the moved ids, and a second move (or a move into a
+// database that holds a record) is refused with exit 2.
+func TestMigrateToPostgres(t *testing.T) {
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(ctx) })
+	url, err := c.CreateDB(ctx, "forge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "collab-hook")
+	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs")
+	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
+	run := func(root string, env []string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	must := func(root string, env []string, args ...string) string {
+		t.Helper()
+		out, code := run(root, env, args...)
+		if code != 0 {
+			t.Fatalf("%s %v: exit %d\n%s", strings.Join(args, " "), env, code, out)
+		}
+		return out
+	}
+	as := func(root, who, verb string) string {
+		t.Helper()
+		return must(root, []string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)
+	}
+	root := filepath.Join(dir, "root")
+	for _, args := range [][]string{
+		{"init"}, {"user", "add", "alice"}, {"user", "add", "bob"}, {"repo", "create", "demo"},
+		{"grant", "alice", "demo", "write"}, {"grant", "bob", "demo", "write"}, {"webhook", "add", "http://127.0.0.1:9/hook"},
+	} {
+		must(root, nil, args...)
+	}
+	var ids []string
+	for n := range 3 {
+		out := as(root, "alice", fmt.Sprintf("issue new demo --title 'issue %d'", n))
+		ids = append(ids, strings.Fields(out)[1])
+		as(root, "bob", "issue comment demo "+ids[n]+" --body 'comment on "+strconv.Itoa(n)+"'")
+	}
+	as(root, "bob", "issue label demo "+ids[0]+" --add ready")
+	as(root, "alice", "lease acquire demo "+ids[1]+" --ttl 10m")
+	reads := []string{"issue list demo", "issue show demo " + ids[0], "issue show demo " + ids[2], "lease list demo", "issue list demo --label ready"}
+	before := map[string]string{}
+	for _, v := range reads {
+		before[v] = as(root, "alice", v)
+	}
+
+	out := must(root, nil, "migrate-to-postgres", url)
+	if !strings.Contains(out, "the same count in each") {
+		t.Errorf("migrate-to-postgres said:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "collab.db.before-postgres")); err != nil {
+		t.Errorf("the SQLite record is not kept: %v", err)
+	}
+	for _, v := range reads {
+		if got := as(root, "alice", v); got != before[v] {
+			t.Errorf("%s after the move:\n%s\nbefore:\n%s", v, got, before[v])
+		}
+	}
+	// The ids go on from the moved ones.
+	out = as(root, "bob", "issue new demo --title 'after the move'")
+	as(root, "alice", "issue comment demo "+strings.Fields(out)[1]+" --body 'still here'")
+	if got := as(root, "alice", "issue list demo"); !strings.Contains(got, "after the move") || !strings.Contains(got, "issue 0") {
+		t.Errorf("issue list after a new issue:\n%s", got)
+	}
+
+	if out, code := run(root, nil, "migrate-to-postgres", url); code != 2 {
+		t.Errorf("a second move: exit %d, %q; want 2", code, out)
+	}
+	other := filepath.Join(dir, "other")
+	must(other, nil, "init")
+	if out, code := run(other, nil, "migrate-to-postgres", url); code != 2 || !strings.Contains(out, "not empty") {
+		t.Errorf("a move into a database that holds a record: exit %d, %q; want 2, not empty", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(other, "collab.db")); err != nil {
+		t.Errorf("a refused move lost the SQLite record: %v", err)
+	}
 }
