@@ -36,7 +36,9 @@ CREATE FUNCTION group_concat_step(acc TEXT, v TEXT) RETURNS TEXT LANGUAGE sql IM
   AS $$ SELECT group_concat_step(acc, v, ',') $$;
 CREATE AGGREGATE group_concat(TEXT) (SFUNC = group_concat_step, STYPE = TEXT);
 CREATE FUNCTION json_extract(doc TEXT, path TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE
-  AS $$ SELECT doc::jsonb #>> string_to_array(substr(path, 3), '.') $$;
+  AS $$ SELECT CASE jsonb_typeof(v) WHEN 'boolean' THEN CASE WHEN v::boolean THEN '1' ELSE '0' END
+    WHEN 'null' THEN NULL ELSE v #>> '{}' END
+    FROM (SELECT doc::jsonb #> string_to_array(substr(path, 3), '.') AS v) AS x $$;
 
 CREATE TABLE settings (
   key   TEXT PRIMARY KEY,

@@ -1,0 +1,85 @@
+package testscript
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/collab-forge/collab/internal/pgtest"
+)
+
+// onPostgres are the scenarios TestScriptsPostgres runs again with the
+// forge's record on PostgreSQL: leases and the work queue, fencing, the
+// gate, pushes and merges, the verbs and the API, webhooks.
+var onPostgres = []string{
+	"lease_race", "lease_next", "lease_sweep", "lease_merge", "fence_push", "fence_submit",
+	"gate_api", "gate_submit", "push_new", "push_concurrent", "push_retry", "merge_kinds",
+	"contract_ssh_verbs", "contract_api", "contract_ssh_push", "issue_verbs", "rate_limit",
+	"review_threads", "webhook_cli", "webhook_repo",
+}
+
+// TestScriptsPostgres runs onPostgres on a forge whose root was made with
+// init --db: every collab-hook hands its run to collab-hook-pg, and
+// collab-web keeps the record on the same database.
+func TestScriptsPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	if _, err := pgtest.Bin(); err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(ctx) })
+	p := params(t, "")
+	for _, name := range onPostgres {
+		p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))
+	}
+	var n atomic.Int64
+	p.Setup = func(e *testscript.Env) error {
+		url, err := c.CreateDB(ctx, fmt.Sprintf("s%d", n.Add(1)))
+		if err != nil {
+			return err
+		}
+		return setupDB(t, e, url)
+	}
+	testscript.Run(t, p)
+}
+
+// setupDB is setup with the record at url. The scenarios read the record
+// as an operator would, with sqlite3 $ROOT/collab.db 'SQL': here a
+// stand-in for sqlite3 runs the SQL on the record with psql, which prints
+// rows as sqlite3 does (fields joined by |).
+func setupDB(t *testing.T, e *testscript.Env, url string) error {
+	work := e.WorkDir
+	root := filepath.Join(work, "root")
+	// setup's init makes the root on SQLite; init --db first puts it on
+	// PostgreSQL, and setup's then changes nothing.
+	out, err := exec.Command(filepath.Join(binDir, "collab-hook"), "--root", root, "init", "--db", url).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("collab-hook init --db: %v: %s", err, out)
+	}
+	if err := setup(t, e); err != nil {
+		return err
+	}
+	shims := filepath.Join(work, "pgbin")
+	if err := os.MkdirAll(shims, 0o755); err != nil {
+		return err
+	}
+	sqlite3 := "#!/bin/sh\nprintf '%s\\n' \"$2\" | exec psql -X -A -t -q -v ON_ERROR_STOP=1 \"$PGURL\" -f -\n"
+	if err := os.WriteFile(filepath.Join(shims, "sqlite3"), []byte(sqlite3), 0o755); err != nil {
+		return err
+	}
+	e.Setenv("PGURL", url)
+	e.Setenv("PATH", shims+string(os.PathListSeparator)+e.Getenv("PATH"))
+	return nil
+}
