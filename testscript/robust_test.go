@@ -52,6 +52,7 @@ import (
 	_ "modernc.org/sqlite" // the driver
 
 	"github.com/collab-forge/collab/internal/flock"
+	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // robustState is what one script's commands hold between lines.
@@ -376,10 +377,23 @@ func TestOperationsDoc(t *testing.T) {
 		return string(out)
 	}
 	sh("collab-hook init && collab-hook repo create demo && collab-hook user add alice && collab-hook grant alice demo write")
-	script := strings.NewReplacer("/var/backups/collab", filepath.Join(tmp, "backups"), "/srv/collab-restored", filepath.Join(tmp, "restored")).
+	// The section on PostgreSQL moves the record into a throwaway cluster.
+	ctx := context.Background()
+	c, err := pgtest.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(ctx) })
+	pgURL, err := c.CreateDB(ctx, "collab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := strings.NewReplacer("/var/backups/collab", filepath.Join(tmp, "backups"), "/srv/collab-restored", filepath.Join(tmp, "restored"),
+		"postgres://collab@db.example/collab", "'"+pgURL+"'").
 		Replace(strings.Join(blocks, "\n"))
 	out := sh(script)
-	for _, want := range []string{"backup: database and refs of 1 repositories", "restore: ", "fsck: 0 problems found", "Cloning into .demo.", "issue [0-9a-f]{40} filed"} {
+	for _, want := range []string{"backup: database and refs of 1 repositories", "restore: ", "fsck: 0 problems found", "Cloning into .demo.", "issue [0-9a-f]{40} filed",
+		"moved [0-9]+ rows of [0-9]+ tables to postgres://", "(?s)moved .*fsck: 0 problems found"} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("output of docs/operations.md's commands lacks %q:\n%s", want, out)
 		}
