@@ -37,6 +37,15 @@ type forge struct {
 	webLog  string
 	webDone chan error
 	http    *http.Client
+
+	// db is the record's PostgreSQL URL ("": SQLite). hosts are the
+	// roots of the other forge hosts on it (-webs), each with a collab-web
+	// of its own (others) at webURLs[1:]; the API clients take turns.
+	db      string
+	hosts   []string
+	others  []*exec.Cmd
+	done    []chan error // others' exits
+	webURLs []string
 }
 
 // client is one agent: a principal with its own issue, token and clones.
@@ -69,8 +78,8 @@ func (f *forge) startOf(m *mix, cores int) time.Duration {
 // setup makes a root with repository bench (one commit on main) and the
 // settings a load test needs, for at most most clients at once; the
 // clients themselves come later, as levels need them.
-func setup(ctx context.Context, work, bin string, most int) (*forge, error) {
-	f := &forge{
+func setup(ctx context.Context, work, bin string, most int, db string, webs int) (*forge, error) {
+	f := &forge{db: db,
 		work: work, bin: bin, root: filepath.Join(work, "root"), home: filepath.Join(work, "home"),
 		prepared: map[string]int{}, floor: map[int]time.Duration{}, http: &http.Client{Timeout: 2 * time.Minute,
 			Transport: &http.Transport{MaxIdleConnsPerHost: most}},
@@ -92,8 +101,12 @@ func setup(ctx context.Context, work, bin string, most int) (*forge, error) {
 	if err := os.WriteFile(f.standin, []byte(script), 0o755); err != nil {
 		return nil, err
 	}
+	initArgs := []string{"init", "--url", "http://forge.test"}
+	if db != "" {
+		initArgs = append(initArgs, "--db", db)
+	}
 	for _, args := range [][]string{
-		{"init", "--url", "http://forge.test"},
+		initArgs,
 		{"repo", "create", repo},
 		// Each client is its own principal; the defaults (100 writes a
 		// second) would stop one fast client, which is not the question.
@@ -101,6 +114,11 @@ func setup(ctx context.Context, work, bin string, most int) (*forge, error) {
 		{"config", "set", "rate_refill", "1000000"},
 	} {
 		if _, err := f.admin(ctx, args...); err != nil {
+			return nil, err
+		}
+	}
+	for k := 1; k < webs; k++ {
+		if err := f.addHost(ctx, filepath.Join(work, fmt.Sprintf("root%d", k+1))); err != nil {
 			return nil, err
 		}
 	}
@@ -272,28 +290,73 @@ func (f *forge) commit(ctx context.Context, c *client, dir string, amend bool, t
 	return err
 }
 
-// startWeb starts collab-web on cores on a free port and waits for it.
+// addHost makes another host's root on the same record: the same
+// repositories (a symlink, as a shared mount) and forge key.
+func (f *forge) addHost(ctx context.Context, root string) error {
+	if err := os.MkdirAll(root, 0o750); err != nil {
+		return err
+	}
+	if err := os.Symlink(filepath.Join(f.root, "repos"), filepath.Join(root, "repos")); err != nil {
+		return err
+	}
+	key, err := os.ReadFile(filepath.Join(f.root, "forge.key"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(root, "forge.key"), key, 0o600); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(f.bin, "collab-hook"), "--root", root, "init", "--db", f.db, "--url", "http://forge.test")
+	cmd.Env = f.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("init host %s: %v\n%s", root, err, out)
+	}
+	f.hosts = append(f.hosts, root)
+	return nil
+}
+
+// startWeb starts collab-web on cores on a free port and waits for it,
+// and one for each other host.
 func (f *forge) startWeb(ctx context.Context, cores int) error {
+	if err := f.startOneWeb(ctx, cores, f.root); err != nil {
+		return err
+	}
+	f.webURLs = []string{f.webURL}
+	primary, primaryDone, primaryURL := f.web, f.webDone, f.webURL
+	for _, root := range f.hosts {
+		if err := f.startOneWeb(ctx, cores, root); err != nil {
+			return err
+		}
+		f.others = append(f.others, f.web)
+		f.done = append(f.done, f.webDone)
+		f.webURLs = append(f.webURLs, f.webURL)
+	}
+	f.web, f.webDone, f.webURL = primary, primaryDone, primaryURL
+	return nil
+}
+
+func (f *forge) startOneWeb(ctx context.Context, cores int, root string) error {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	addr := l.Addr().String()
 	l.Close()
-	f.webLog = filepath.Join(f.work, fmt.Sprintf("collab-web.%d.log", cores))
+	f.webLog = filepath.Join(f.work, fmt.Sprintf("collab-web.%s.%d.log", filepath.Base(root), cores))
 	logf, err := os.Create(f.webLog)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	f.web = exec.Command("taskset", "-c", cpuList(cores), filepath.Join(f.bin, "collab-web"), "--root", f.root, "--listen", addr, "--url", "http://"+addr)
+	f.web = exec.Command("taskset", "-c", cpuList(cores), filepath.Join(f.bin, "collab-web"), "--root", root, "--listen", addr, "--url", "http://"+addr)
 	f.web.Env = append(append([]string{}, f.env...), "GOMAXPROCS="+strconv.Itoa(cores))
 	f.web.Stdout, f.web.Stderr = logf, logf
 	if err := f.web.Start(); err != nil {
 		return err
 	}
-	f.webDone = make(chan error, 1)
-	go func() { f.webDone <- f.web.Wait() }()
+	web, done := f.web, make(chan error, 1)
+	f.webDone = done
+	go func() { done <- web.Wait() }()
 	f.webURL = "http://" + addr
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -319,6 +382,11 @@ func (f *forge) startWeb(ctx context.Context, cores int) error {
 }
 
 func (f *forge) stopWeb() {
+	for i, w := range f.others {
+		_ = w.Process.Signal(os.Interrupt)
+		<-f.done[i]
+	}
+	f.others, f.done = nil, nil
 	if f.web == nil {
 		return
 	}
@@ -340,7 +408,16 @@ func (f *forge) webCPU() time.Duration {
 	if f.web == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.web.Process.Pid))
+	sum := runningCPU(f.web)
+	for _, w := range f.others {
+		sum += runningCPU(w)
+	}
+	return sum
+}
+
+// runningCPU is a running process's user+sys time so far.
+func runningCPU(p *exec.Cmd) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
 	if err != nil {
 		return 0
 	}

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/bench/internal/build"
+	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 type options struct {
@@ -64,6 +65,8 @@ type options struct {
 	bin    string // directory holding collab-hook and collab-web; "" builds them
 	dir    string // parent of the work directory
 	duty   duty
+	store  string
+	webs   int
 }
 
 func main() {
@@ -77,6 +80,8 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "", "where the work directory goes (default: bench/out, on the disk being measured)")
 	dutyFlag := flag.String("duty", defaultDuty.String(), "an agent's hour: MIX=COUNT,… (ops of each mix per agent-hour)")
 	quick := flag.Bool("quick", false, "a short run: 1 core count, N = 1 and 2, 600 ms levels")
+	flag.StringVar(&o.store, "store", "sqlite", "where the record lives: sqlite, or postgres (a throwaway cluster of Debian's postgresql)")
+	flag.IntVar(&o.webs, "webs", 1, "forge hosts (roots, each with its collab-web) on the one record; more than 1 needs -store postgres")
 	flag.Parse()
 	var err error
 	if o.cores, err = ints(*cores); err != nil {
@@ -150,13 +155,30 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 	}
-	f, err := setup(ctx, work, bin, o.max)
+	var db string
+	switch {
+	case o.store == "postgres":
+		c, err := pgtest.Start(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Stop(ctx)
+		if db, err = c.CreateDB(ctx, "bench"); err != nil {
+			return err
+		}
+	case o.store != "sqlite":
+		return fmt.Errorf("unknown store %q: sqlite or postgres", o.store)
+	case o.webs > 1:
+		return fmt.Errorf("-webs %d needs -store postgres: an SQLite record has one host", o.webs)
+	}
+	f, err := setup(ctx, work, bin, o.max, db, max(o.webs, 1))
 	if err != nil {
 		return err
 	}
 	defer f.close()
 	fmt.Fprintf(out, "capacity: %d-core machine (%s); levels of %s, N = 1, 2, 4, … up to %d; load before: %s\n",
 		numCPU(), strings.TrimSpace(firstLine("/proc/cpuinfo", "model name")), o.step, o.max, loadavg())
+	fmt.Fprintf(out, "record: %s; %d collab-web host(s)\n", o.store, max(o.webs, 1))
 	fmt.Fprintln(out, "\nEach mix on each core count in turn, so that the machine's other load is much the same for both;")
 	fmt.Fprintln(out, "wait/held: writer-lock wait and hold per operation (mean); held/w p50: the median hold of one write;")
 	fmt.Fprintln(out, "cpu: user+sys per operation of its process tree (pushes: with the pushing git) and of collab-web.")

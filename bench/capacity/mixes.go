@@ -171,7 +171,11 @@ func (f *forge) push(ctx context.Context, c *client, cores int, dir, refspec str
 
 // api makes one API request as c.
 func (f *forge) api(ctx context.Context, c *client, method, path, body string) result {
-	req, err := http.NewRequestWithContext(ctx, method, f.webURL+path, strings.NewReader(body))
+	base := f.webURL
+	if len(f.webURLs) > 1 {
+		base = f.webURLs[c.i%len(f.webURLs)]
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	if err != nil {
 		return result{out: failed, err: err.Error()}
 	}

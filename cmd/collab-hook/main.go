@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -15,7 +14,6 @@ import (
 	"github.com/collab-forge/collab/internal/argv"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
-	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/text"
 
 	// Imported for their inits, which map in what the process is about
@@ -107,22 +105,13 @@ type globals struct{ root, url string }
 func globalsOf(c *cli.Context) globals { return globals{root: c.String("root"), url: c.String("url")} }
 
 // binary is the absolute path of this program, for hook shims and forced
-// commands: collab-hook, also where collab-hook-pg runs in its place
-// (handOver), so that the shims and forced commands stay the same.
+// commands. On a forge whose record is on PostgreSQL that is
+// collab-hook-pg (handOver), so that sshd and git start it directly, not
+// through collab-hook's hand-over: a process start less per verb and push.
 func binary() (string, error) {
 	p, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("find own path: %w", err)
 	}
-	if filepath.Base(p) == layout.PostgresBinary {
-		if full := filepath.Join(filepath.Dir(p), "collab-hook"); exists(full) {
-			return full, nil
-		}
-	}
 	return p, nil
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

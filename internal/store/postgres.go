@@ -66,6 +66,12 @@ func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}
+	if conns <= 2 {
+		// A process that lives for one request runs each statement once:
+		// preparing it first (pgx's default, which pays where a long-lived
+		// process runs it again) would cost a round trip more each.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
 	p := sql.OpenDB(rebinding{stdlib.GetConnector(*cfg)})
 	p.SetMaxOpenConns(conns)
 	p.SetMaxIdleConns(min(conns, 4))

@@ -25,9 +25,27 @@ func Web(dir string) (string, error) {
 	return filepath.Join(dir, "collab-web"), programs(dir, "collab-web")
 }
 
-// All builds collab-hook, collab-hook-fast and collab-web into dir.
+// All builds collab-hook, collab-hook-fast and collab-web into dir, and
+// as make build does collab-hook-pg, collab-web and collab-hook-pg with the
+// PostgreSQL store.
 func All(dir string) error {
-	return programs(dir, "collab-hook", "collab-hook-fast", "collab-web")
+	if err := programs(dir, "collab-hook", "collab-hook-fast"); err != nil {
+		return err
+	}
+	if err := pgPrograms(dir, "collab-web", "collab-web"); err != nil {
+		return err
+	}
+	return pgPrograms(dir, "collab-hook-pg", "collab-hook")
+}
+
+// pgPrograms builds cmd with the PostgreSQL store into dir as name.
+func pgPrograms(dir, name, cmd string) error {
+	c := exec.Command("go", "build", "-tags", "urfave_cli_no_docs,postgres", "-o", filepath.Join(dir, name), module+cmd)
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", name, err, out)
+	}
+	return nil
 }
 
 func programs(dir string, names ...string) error {
