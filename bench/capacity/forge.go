@@ -96,8 +96,14 @@ func setup(ctx context.Context, work, bin string, most int, db string, webs int)
 	// What sshd does with a forced command: the client's command goes in
 	// SSH_ORIGINAL_COMMAND. CAP_AS names the key's principal and CAP_CPUS
 	// the forge's cores.
+	// The forced command as the forge writes it: collab-hook-pg where the
+	// record is on PostgreSQL (collab-hook would hand it over).
+	hook := "collab-hook"
+	if db != "" {
+		hook = "collab-hook-pg"
+	}
 	script := fmt.Sprintf("#!/bin/sh\nfor last; do :; done\nSSH_ORIGINAL_COMMAND=$last exec taskset -c \"$CAP_CPUS\" %s --root %s serve --as \"$CAP_AS\"\n",
-		filepath.Join(bin, "collab-hook"), f.root)
+		filepath.Join(bin, hook), f.root)
 	if err := os.WriteFile(f.standin, []byte(script), 0o755); err != nil {
 		return nil, err
 	}

@@ -57,16 +57,17 @@ import (
 )
 
 type options struct {
-	cores  []int
-	step   time.Duration
-	max    int
-	budget time.Duration
-	mixes  []string
-	bin    string // directory holding collab-hook and collab-web; "" builds them
-	dir    string // parent of the work directory
-	duty   duty
-	store  string
-	webs   int
+	cores   []int
+	step    time.Duration
+	max     int
+	budget  time.Duration
+	mixes   []string
+	bin     string // directory holding collab-hook and collab-web; "" builds them
+	dir     string // parent of the work directory
+	duty    duty
+	store   string
+	webs    int
+	bouncer bool
 }
 
 func main() {
@@ -81,6 +82,7 @@ func main() {
 	dutyFlag := flag.String("duty", defaultDuty.String(), "an agent's hour: MIX=COUNT,… (ops of each mix per agent-hour)")
 	quick := flag.Bool("quick", false, "a short run: 1 core count, N = 1 and 2, 600 ms levels")
 	flag.StringVar(&o.store, "store", "sqlite", "where the record lives: sqlite, or postgres (a throwaway cluster of Debian's postgresql)")
+	flag.BoolVar(&o.bouncer, "pgbouncer", true, "with -store postgres: the forge reaches the cluster through pgbouncer in transaction pooling, as docs/scale.md has each host do")
 	flag.IntVar(&o.webs, "webs", 1, "forge hosts (roots, each with its collab-web) on the one record; more than 1 needs -store postgres")
 	flag.Parse()
 	var err error
@@ -166,6 +168,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		if db, err = c.CreateDB(ctx, "bench"); err != nil {
 			return err
 		}
+		if o.bouncer {
+			b, u, err := startBouncer(ctx, c.Sock(), "bench")
+			if err != nil {
+				return err
+			}
+			defer b.stop()
+			db = u
+		}
 	case o.store != "sqlite":
 		return fmt.Errorf("unknown store %q: sqlite or postgres", o.store)
 	case o.webs > 1:
@@ -178,7 +188,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer f.close()
 	fmt.Fprintf(out, "capacity: %d-core machine (%s); levels of %s, N = 1, 2, 4, … up to %d; load before: %s\n",
 		numCPU(), strings.TrimSpace(firstLine("/proc/cpuinfo", "model name")), o.step, o.max, loadavg())
-	fmt.Fprintf(out, "record: %s; %d collab-web host(s)\n", o.store, max(o.webs, 1))
+	via := ""
+	if o.store == "postgres" && o.bouncer {
+		via = " through pgbouncer (transaction pooling)"
+	}
+	fmt.Fprintf(out, "record: %s%s; %d collab-web host(s)\n", o.store, via, max(o.webs, 1))
 	fmt.Fprintln(out, "\nEach mix on each core count in turn, so that the machine's other load is much the same for both;")
 	fmt.Fprintln(out, "wait/held: writer-lock wait and hold per operation (mean); held/w p50: the median hold of one write;")
 	fmt.Fprintln(out, "cpu: user+sys per operation of its process tree (pushes: with the pushing git) and of collab-web.")

@@ -66,10 +66,13 @@ func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}
-	if conns <= 2 {
-		// A process that lives for one request runs each statement once:
-		// preparing it first (pgx's default, which pays where a long-lived
-		// process runs it again) would cost a round trip more each.
+	if !strings.Contains(loc, "default_query_exec_mode=") {
+		// Statements are not prepared: a process that lives for one
+		// request runs each once, and preparing it first (pgx's default)
+		// would cost a round trip more each; and pgbouncer in transaction
+		// pooling, which each host runs in front of the server
+		// (docs/scale.md), keeps no prepared statement from one
+		// transaction to the next. The URL may say otherwise.
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	p := sql.OpenDB(rebinding{stdlib.GetConnector(*cfg)})

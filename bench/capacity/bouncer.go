@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// bouncer is a pgbouncer in transaction pooling in front of the cluster,
+// as docs/scale.md has each host run one: a collab-hook process lives for
+// one request, and without it each pays for a new server backend.
+type bouncer struct{ dir string }
+
+// startBouncer starts pgbouncer for database name of the cluster whose
+// socket is in sock, and returns the URL to give the forge.
+func startBouncer(ctx context.Context, sock, name string) (*bouncer, string, error) {
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		bin = "/usr/sbin/pgbouncer"
+	}
+	// Not in the work directory: the postgres user must reach it.
+	dir, err := os.MkdirTemp("", "collab-pgbouncer-")
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	ini := fmt.Sprintf(`[databases]
+%[1]s = host=%[2]s dbname=%[1]s user=postgres
+[pgbouncer]
+listen_addr =
+unix_socket_dir = %[3]s
+listen_port = 6432
+auth_type = trust
+auth_file = %[3]s/users.txt
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 20
+; lock_timeout goes with the pool's sessions, not a client's (docs/operations.md)
+ignore_startup_parameters = lock_timeout
+logfile = %[3]s/pgbouncer.log
+pidfile = %[3]s/pgbouncer.pid
+`, name, sock, dir)
+	for f, body := range map[string]string{"pgbouncer.ini": ini, "users.txt": `"postgres" ""` + "\n"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+			return nil, "", err
+		}
+	}
+	cmd := exec.CommandContext(ctx, bin, "-d", filepath.Join(dir, "pgbouncer.ini"))
+	if os.Geteuid() == 0 {
+		// pgbouncer, as PostgreSQL, will not run as root.
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, "", err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Chown(p, uid, gid)
+		}); err != nil {
+			return nil, "", err
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, "", fmt.Errorf("pgbouncer: %v\n%s", err, out)
+	}
+	b := &bouncer{dir: dir}
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL.6432")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.stop()
+			return nil, "", fmt.Errorf("pgbouncer made no socket in %s", dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return b, "postgres://postgres@/" + name + "?host=" + url.QueryEscape(dir) + "&port=6432", nil
+}
+
+func (b *bouncer) stop() {
+	defer os.RemoveAll(b.dir)
+	pid, err := os.ReadFile(filepath.Join(b.dir, "pgbouncer.pid"))
+	if err != nil {
+		return
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(string(pid))); err == nil {
+		_ = syscall.Kill(n, syscall.SIGTERM)
+	}
+}
