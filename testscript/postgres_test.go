@@ -31,15 +31,8 @@ func TestScriptsPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	if _, err := pgtest.Bin(); err != nil {
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	c, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(ctx) })
+	c := pgtest.ForTest(t)
 	p := params(t, "")
 	for _, name := range onPostgres {
 		p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))

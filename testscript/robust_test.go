@@ -378,13 +378,7 @@ func TestOperationsDoc(t *testing.T) {
 	}
 	sh("collab-hook init && collab-hook repo create demo && collab-hook user add alice && collab-hook grant alice demo write")
 	// The section on PostgreSQL moves the record into a throwaway cluster.
-	ctx := context.Background()
-	c, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(ctx) })
-	pgURL, err := c.CreateDB(ctx, "collab")
+	pgURL, err := pgtest.ForTest(t).CreateDB(context.Background(), "collab")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,43 +33,69 @@ import (
 // leaving nothing behind; then an issue filed by one principal is read by
 // another, and 32 agents racing for its lease leave one holder, the rest
 // told exit 3 (none exit 1).
+// pgForge is what these tests share: a throwaway cluster holding the empty
+// database forge, and make build's programs in dir: collab-hook without
+// the driver, which hands a run to collab-hook-pg beside it, and
+// collab-web with it.
+type pgForge struct {
+	t        *testing.T
+	url, dir string
+}
+
+func newPGForge(t *testing.T) *pgForge {
+	t.Helper()
+	url, err := pgtest.ForTest(t).CreateDB(context.Background(), "forge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &pgForge{t: t, url: url, dir: t.TempDir()}
+	buildtest.Build(t, "../../cmd/collab-hook", f.bin(), "urfave_cli_no_docs")
+	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(f.dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
+	buildtest.Build(t, "../../cmd/collab-web", filepath.Join(f.dir, "collab-web"), "urfave_cli_no_docs,postgres")
+	return f
+}
+
+func (f *pgForge) bin() string { return filepath.Join(f.dir, "collab-hook") }
+
+// run runs collab-hook on root with env added, and returns its output and
+// exit code.
+func (f *pgForge) run(root string, env []string, args ...string) (string, int) {
+	f.t.Helper()
+	cmd := exec.Command(f.bin(), append([]string{"--root", root}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+// must is run that fails the test unless collab-hook exits 0.
+func (f *pgForge) must(root string, env []string, args ...string) string {
+	f.t.Helper()
+	out, code := f.run(root, env, args...)
+	if code != 0 {
+		f.t.Fatalf("%s %v: exit %d\n%s", strings.Join(args, " "), env, code, out)
+	}
+	return out
+}
+
+// as runs verb as sshd runs the forced command of who's key.
+func (f *pgForge) as(root, who, verb string) (string, int) {
+	f.t.Helper()
+	return f.run(root, []string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)
+}
+
 func TestForgeOnPostgres(t *testing.T) {
-	ctx := context.Background()
-	c, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(ctx) })
-	url, err := c.CreateDB(ctx, "forge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As make build: collab-hook without the driver hands the run to
-	// collab-hook-pg beside it.
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "collab-hook")
-	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs")
-	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
+	f := newPGForge(t)
+	url := f.url
 	root := filepath.Join(t.TempDir(), "root")
-	run := func(env []string, args ...string) (string, int) {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return out.String(), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), 0
-	}
-	as := func(who, verb string) (string, int) {
-		return run([]string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)
-	}
+	run := func(env []string, args ...string) (string, int) { return f.run(root, env, args...) }
+	as := func(who, verb string) (string, int) { return f.as(root, who, verb) }
 
 	for _, tc := range []struct {
 		url  string
@@ -158,46 +184,10 @@ type host struct {
 // page at once. Each event is delivered to a webhook once, though both
 // hosts' collab-web run.
 func TestTwoHosts(t *testing.T) {
-	ctx := context.Background()
-	c, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(ctx) })
-	url, err := c.CreateDB(ctx, "forge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "collab-hook")
-	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs")
-	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
-	buildtest.Build(t, "../../cmd/collab-web", filepath.Join(dir, "collab-web"), "urfave_cli_no_docs,postgres")
-	run := func(root string, env []string, args ...string) (string, int) {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return string(out), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
-	}
-	must := func(root string, args ...string) string {
-		t.Helper()
-		out, code := run(root, nil, args...)
-		if code != 0 {
-			t.Fatalf("%s: exit %d\n%s", strings.Join(args, " "), code, out)
-		}
-		return out
-	}
-	as := func(root, who, verb string) (string, int) {
-		return run(root, []string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)
-	}
+	f := newPGForge(t)
+	url, dir := f.url, f.dir
+	must := func(root string, args ...string) string { return f.must(root, nil, args...) }
+	as := f.as
 
 	var mu sync.Mutex
 	got := map[string]int{} // X-Collab-Delivery: times delivered
@@ -365,42 +355,9 @@ func waitPage(t *testing.T, url string) string {
 // writes go on from the moved ids, and a second move (or a move into a
 // database that holds a record) is refused with exit 2.
 func TestMigrateToPostgres(t *testing.T) {
-	ctx := context.Background()
-	c, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(ctx) })
-	url, err := c.CreateDB(ctx, "forge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "collab-hook")
-	buildtest.Build(t, "../../cmd/collab-hook", bin, "urfave_cli_no_docs")
-	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
-	run := func(root string, env []string, args ...string) (string, int) {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return string(out), ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
-	}
-	must := func(root string, env []string, args ...string) string {
-		t.Helper()
-		out, code := run(root, env, args...)
-		if code != 0 {
-			t.Fatalf("%s %v: exit %d\n%s", strings.Join(args, " "), env, code, out)
-		}
-		return out
-	}
+	f := newPGForge(t)
+	url, dir := f.url, f.dir
+	run, must := f.run, f.must
 	as := func(root, who, verb string) string {
 		t.Helper()
 		return must(root, []string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)

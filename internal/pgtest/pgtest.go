@@ -211,3 +211,20 @@ func DB(t testing.TB) string {
 	}
 	return BaseURL(sock, name)
 }
+
+// ForTest starts a cluster for t, stopped when t ends. Without
+// PostgreSQL's binaries t is skipped (make test installs them:
+// scripts/deps.sh).
+func ForTest(t testing.TB) *Cluster {
+	t.Helper()
+	if _, err := Bin(); err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	c, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(ctx) })
+	return c
+}

@@ -58,19 +58,7 @@ func TestCheckURL(t *testing.T) {
 }
 
 // cluster starts a throwaway PostgreSQL cluster for one test.
-func cluster(t *testing.T) *pgtest.Cluster {
-	t.Helper()
-	if _, err := pgtest.Bin(); err != nil {
-		t.Skip(err)
-	}
-	ctx := context.Background()
-	c, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Stop(ctx) })
-	return c
-}
+func cluster(t *testing.T) *pgtest.Cluster { return pgtest.ForTest(t) }
 
 func openPG(t *testing.T, c *pgtest.Cluster) *DB {
 	t.Helper()
