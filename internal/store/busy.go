@@ -65,10 +65,11 @@ func (db *DB) busyTimeout(ctx context.Context) time.Duration {
 // waitBudget is what one request has spent waiting for the writer lock,
 // and (for its log entry) how long it held the lock over how many writes.
 type waitBudget struct {
-	mu     sync.Mutex
-	used   time.Duration
-	held   time.Duration
-	writes int
+	mu      sync.Mutex
+	used    time.Duration
+	held    time.Duration
+	writes  int
+	retries int
 }
 
 func (b *waitBudget) spent() time.Duration {
@@ -100,12 +101,27 @@ func (b *waitBudget) hold(d time.Duration) {
 	b.mu.Unlock()
 }
 
+// retry counts a write transaction run again (PostgreSQL: a
+// serialization failure or deadlock).
+func (b *waitBudget) retry() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.retries++
+	b.mu.Unlock()
+}
+
 // LockUse is what one request did with the writer lock: the serial part
-// of its cost, which bounds how many writes a second the forge takes.
+// of its cost, which bounds how many writes a second the forge takes. On
+// PostgreSQL, which has no one writer lock, Held is the time of the write
+// transactions that committed, Wait that of those that failed, and
+// Retries how many ran again.
 type LockUse struct {
-	Wait   time.Duration // queued for it (the flock, then SQLite's lock)
-	Held   time.Duration // held it: BEGIN IMMEDIATE to the commit's fsync
-	Writes int           // write transactions
+	Wait    time.Duration // queued for it (the flock, then SQLite's lock)
+	Held    time.Duration // held it: BEGIN IMMEDIATE to the commit's fsync
+	Writes  int           // write transactions
+	Retries int           // write transactions run again (PostgreSQL)
 }
 
 // LockUseOf is the lock use of the request that ctx (WithWaitBudget)
@@ -117,7 +133,7 @@ func LockUseOf(ctx context.Context) LockUse {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return LockUse{Wait: b.used, Held: b.held, Writes: b.writes}
+	return LockUse{Wait: b.used, Held: b.held, Writes: b.writes, Retries: b.retries}
 }
 
 // Attrs are the journal fields of u (LOCK_WAIT_MS, LOCK_HELD_MS with
@@ -125,7 +141,11 @@ func LockUseOf(ctx context.Context) LockUse {
 // slow request tells queueing from its own work.
 func (u LockUse) Attrs() []any {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return []any{"LOCK_WAIT_MS", ms(u.Wait), "LOCK_HELD_MS", ms(u.Held), "WRITES", u.Writes}
+	a := []any{"LOCK_WAIT_MS", ms(u.Wait), "LOCK_HELD_MS", ms(u.Held), "WRITES", u.Writes}
+	if u.Retries > 0 {
+		a = append(a, "RETRIES", u.Retries)
+	}
+	return a
 }
 
 type budgetKey struct{}

@@ -230,10 +230,16 @@ func (db *DB) writePG(ctx context.Context, limit time.Duration, fn func(tx *sql.
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		err := db.txPG(ctx, limit-b.spent(), fn)
+		if err == nil {
+			b.hold(time.Since(start))
+			return nil
+		}
+		// A failed attempt's time counts against the busy budget.
 		b.add(time.Since(start))
-		if err == nil || !retryable(err) || attempt >= pgMaxRetries || ctx.Err() != nil {
+		if !retryable(err) || attempt >= pgMaxRetries || ctx.Err() != nil {
 			return err
 		}
+		b.retry()
 		// Racers that collided would collide again in step.
 		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))
 		select {
