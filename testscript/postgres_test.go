@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -26,26 +27,40 @@ var onPostgres = []string{
 
 // TestScriptsPostgres runs onPostgres on a forge whose root was made with
 // init --db: every collab-hook hands its run to collab-hook-pg, and
-// collab-web keeps the record on the same database.
+// collab-web keeps the record on the same database; then those of them
+// in bothTransports over HTTP through collab-web.
 func TestScriptsPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
 	ctx := context.Background()
 	c := pgtest.ForTest(t)
-	p := params(t, "")
-	for _, name := range onPostgres {
-		p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))
-	}
 	var n atomic.Int64
-	p.Setup = func(e *testscript.Env) error {
-		url, err := c.CreateDB(ctx, fmt.Sprintf("s%d", n.Add(1)))
-		if err != nil {
+	run := func(t *testing.T, transport string, names []string) {
+		p := params(t, "")
+		for _, name := range names {
+			p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))
+		}
+		p.Condition = transportCondition(transport)
+		p.Setup = func(e *testscript.Env) error {
+			url, err := c.CreateDB(ctx, fmt.Sprintf("s%d", n.Add(1)))
+			if err != nil {
+				return err
+			}
+			err = setupDB(t, e, url)
+			e.Setenv("TRANSPORT", transport)
 			return err
 		}
-		return setupDB(t, e, url)
+		testscript.Run(t, p)
 	}
-	testscript.Run(t, p)
+	t.Run("ssh", func(t *testing.T) { run(t, "ssh", onPostgres) })
+	var http []string
+	for _, name := range onPostgres {
+		if slices.Contains(bothTransports, name) {
+			http = append(http, name)
+		}
+	}
+	t.Run("http", func(t *testing.T) { run(t, "http", http) })
 }
 
 // setupDB is setup with the record at url. The scenarios read the record

@@ -23,6 +23,7 @@ import (
 	"github.com/collab-forge/collab/internal/browse"
 	"github.com/collab-forge/collab/internal/forge"
 	"github.com/collab-forge/collab/internal/journal"
+	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
@@ -89,7 +90,7 @@ func serve(c *cli.Context) error {
 	hookLog, closeHookLog := journal.Open(root.Dir)
 	defer closeHookLog()
 	h, err := web.New(web.Config{Root: root, DB: db, URL: strings.TrimSuffix(base, "/"), Log: log,
-		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"), HookBinary: hookBinary(), HookLog: hookLog,
+		GitSlots: c.Int("git-slots"), GitIdle: c.Duration("git-idle"), HookBinary: hookBinary(db.Postgres()), HookLog: hookLog,
 		NoBranchOrder: os.Getenv(browse.OrderOffVar) == "off",
 		NoCodeMemo:    os.Getenv(browse.MemoOffVar) == "off",
 		Expensive:     c.Int("expensive"), SlotWait: c.Duration("slot-wait")})
@@ -188,11 +189,17 @@ func background(ctx context.Context, root forge.Root, db *store.DB, log *slog.Lo
 }
 
 // hookBinary is collab-hook beside this binary, as installed, or "" where
-// this binary's path is unknown.
-func hookBinary() string {
+// this binary's path is unknown. Where the record is on PostgreSQL it is
+// collab-hook-pg, which such a forge's shims name (collab-hook hands its
+// runs over to it), so that git over HTTP runs the root's hooks as over
+// SSH.
+func hookBinary(postgres bool) string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
+	}
+	if postgres {
+		return filepath.Join(filepath.Dir(exe), layout.PostgresBinary)
 	}
 	return filepath.Join(filepath.Dir(exe), "collab-hook")
 }
