@@ -101,17 +101,6 @@ func (b *waitBudget) hold(d time.Duration) {
 	b.mu.Unlock()
 }
 
-// retry counts a write transaction run again (PostgreSQL: a
-// serialization failure or deadlock).
-func (b *waitBudget) retry() {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	b.retries++
-	b.mu.Unlock()
-}
-
 // LockUse is what one request did with the writer lock: the serial part
 // of its cost, which bounds how many writes a second the forge takes. On
 // PostgreSQL, which has no one writer lock, Held is the time of the write

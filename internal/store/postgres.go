@@ -494,3 +494,14 @@ func (db *DB) measureSkew(ctx context.Context) error {
 	db.skew = server.Sub(before.Add(after.Sub(before) / 2)).Round(time.Millisecond)
 	return nil
 }
+
+// retry counts a write transaction run again (a serialization failure or
+// deadlock).
+func (b *waitBudget) retry() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.retries++
+	b.mu.Unlock()
+}
