@@ -1,7 +1,7 @@
 package collab_test
 
 // The store seam of docs/scale.md: the use-case layer reaches the
-// database only through internal/store's DB (Write, Read, R, Ping and the cached Settings) and
+// database only through internal/store's DB (Write, Read, R, Ping, the cached Settings and the clock Now) and
 // its Tx and Querier, which it hands to the domain packages; the SQL,
 // and so the dialect, lives in those packages. A PostgreSQL store then
 // replaces internal/store and the domain packages' SQL, not the use cases.

@@ -1,5 +1,6 @@
 // Package forge knows the layout of a collab root: the repositories, the
-// database, the forge key and the settings kept in the database.
+// database (or the db setting naming a PostgreSQL one), the forge key and
+// the settings kept in the database.
 package forge
 
 import (
@@ -489,7 +490,8 @@ func MigrateToPostgres(ctx context.Context, r Root, url string) (map[string]int,
 		var err error
 		if counts, err = store.CopyRecord(ctx, from, to); err != nil {
 			if errors.Is(err, store.ErrNotEmpty) {
-				return fault.New(fault.Usage, "%s: migrate-to-postgres moves a record into an empty database only", oneLine(err.Error()))
+				return &fault.Error{Kind: fault.Usage, Err: err,
+					Msg: "the PostgreSQL database is not empty: migrate-to-postgres moves a record into an empty database only"}
 			}
 			return err
 		}
@@ -513,11 +515,4 @@ func MigrateToPostgres(ctx context.Context, r Root, url string) (map[string]int,
 		}
 	}
 	return counts, nil
-}
-
-func oneLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }

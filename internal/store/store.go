@@ -1,6 +1,8 @@
-// Package store opens collab's SQLite file and runs transactions on it.
+// Package store opens collab's record and runs transactions on it: the
+// SQLite file, or with the postgres build tag a PostgreSQL database
+// (postgres.go says what differs there).
 //
-// Writers take BEGIN IMMEDIATE (so a transaction never upgrades a read lock
+// On SQLite writers take BEGIN IMMEDIATE (so a transaction never upgrades a read lock
 // and dies with SQLITE_BUSY) on one connection per process, and serialise
 // across processes on a flock of a side file, because SQLite's own lock wait
 // is a sleeping poll with no queue. Commits are synchronous=FULL: with NORMAL
