@@ -25,6 +25,11 @@ var onPostgres = []string{
 	"review_threads", "webhook_cli", "webhook_repo",
 }
 
+// postgresOnly are the scenarios in postgres/ that only a record on
+// PostgreSQL has: TestScriptsPostgres runs them over ssh, each given a
+// second empty database, $PGSPARE.
+var postgresOnly = []string{"backup_restore"}
+
 // TestScriptsPostgres runs onPostgres on a forge whose root was made with
 // init --db: every collab-hook hands its run to collab-hook-pg, and
 // collab-web keeps the record on the same database; then those of them
@@ -36,31 +41,40 @@ func TestScriptsPostgres(t *testing.T) {
 	ctx := context.Background()
 	c := pgtest.ForTest(t)
 	var n atomic.Int64
-	run := func(t *testing.T, transport string, names []string) {
+	db := func() (string, error) { return c.CreateDB(ctx, fmt.Sprintf("s%d", n.Add(1))) }
+	run := func(t *testing.T, transport, dir string, names []string) {
 		p := params(t, "")
 		for _, name := range names {
-			p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))
+			p.Files = append(p.Files, filepath.Join(dir, name+".txtar"))
 		}
 		p.Condition = transportCondition(transport)
 		p.Setup = func(e *testscript.Env) error {
-			url, err := c.CreateDB(ctx, fmt.Sprintf("s%d", n.Add(1)))
+			url, err := db()
 			if err != nil {
 				return err
 			}
-			err = setupDB(t, e, url)
+			if err := setupDB(t, e, url); err != nil {
+				return err
+			}
 			e.Setenv("TRANSPORT", transport)
-			return err
+			if dir == "postgres" {
+				spare, err := db()
+				e.Setenv("PGSPARE", spare)
+				return err
+			}
+			return nil
 		}
 		testscript.Run(t, p)
 	}
-	t.Run("ssh", func(t *testing.T) { run(t, "ssh", onPostgres) })
+	t.Run("ssh", func(t *testing.T) { run(t, "ssh", "testdata", onPostgres) })
+	t.Run("only", func(t *testing.T) { run(t, "ssh", "postgres", postgresOnly) })
 	var http []string
 	for _, name := range onPostgres {
 		if slices.Contains(bothTransports, name) {
 			http = append(http, name)
 		}
 	}
-	t.Run("http", func(t *testing.T) { run(t, "http", http) })
+	t.Run("http", func(t *testing.T) { run(t, "http", "testdata", http) })
 }
 
 // setupDB is setup with the record at url. The scenarios read the record

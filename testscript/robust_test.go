@@ -377,17 +377,24 @@ func TestOperationsDoc(t *testing.T) {
 		return string(out)
 	}
 	sh("collab-hook init && collab-hook repo create demo && collab-hook user add alice && collab-hook grant alice demo write")
-	// The section on PostgreSQL moves the record into a throwaway cluster.
-	pgURL, err := pgtest.ForTest(t).CreateDB(context.Background(), "collab")
+	// The section on PostgreSQL moves the record into a throwaway
+	// cluster, and restores its backup into a second database there.
+	cluster := pgtest.ForTest(t)
+	pgURL, err := cluster.CreateDB(context.Background(), "collab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgURL2, err := cluster.CreateDB(context.Background(), "collab2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	script := strings.NewReplacer("/var/backups/collab", filepath.Join(tmp, "backups"), "/srv/collab-restored", filepath.Join(tmp, "restored"),
-		"postgres://collab@db.example/collab", "'"+pgURL+"'").
+		"postgres://collab@db.example/collab", "'"+pgURL+"'", "postgres://collab@db2.example/collab", "'"+pgURL2+"'").
 		Replace(strings.Join(blocks, "\n"))
 	out := sh(script)
 	for _, want := range []string{"backup: database and refs of 1 repositories", "restore: ", "fsck: 0 problems found", "Cloning into .demo.", "issue [0-9a-f]{40} filed",
-		"moved [0-9]+ rows of [0-9]+ tables to postgres://", "(?s)moved .*fsck: 0 problems found"} {
+		"moved [0-9]+ rows of [0-9]+ tables to postgres://", "(?s)moved .*fsck: 0 problems found",
+		"(?s)pg_dump wrote the snapshot.*restored-pg made from the backup.*fsck: 0 problems found"} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("output of docs/operations.md's commands lacks %q:\n%s", want, out)
 		}

@@ -49,6 +49,10 @@ func restoreCommand() *cli.Command {
 		Name:      "restore",
 		Usage:     "make the root (--root, new or empty) from the backup in DIR; hook shims and paths are written for it",
 		ArgsUsage: "DIR",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "db", EnvVars: []string{forge.EnvDB},
+				Usage: "the empty PostgreSQL database (postgres://USER@HOST/DBNAME) a backup of a record on PostgreSQL goes into"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fault.New(fault.Usage, "usage: restore DIR (a backup made by collab-hook backup)")
@@ -61,7 +65,7 @@ func restoreCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return backup.Restore(c.Context, c.Args().First(), root, bin, c.App.Writer)
+			return backup.Restore(c.Context, c.Args().First(), root, c.String("db"), bin, c.App.Writer)
 		},
 	}
 }

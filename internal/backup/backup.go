@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -49,12 +50,29 @@ const (
 	RestoreUnfinished = "collab-restore.unfinished"
 )
 
-// Format is the layout version of a backup directory.
-const Format = 1
+// Format is the layout version of a backup directory: the record as
+// SQLite's RecordFile. FormatPostgres holds it as pg_dump's DumpFile
+// instead (Store says so); a collab that predates it refuses it by its
+// number.
+const (
+	Format         = 1
+	FormatPostgres = 2
+)
+
+// The record in a backup directory.
+const (
+	RecordFile = "collab.db"
+	DumpFile   = "collab.pgdump"
+)
+
+// StorePostgres is Manifest.Store of a record from PostgreSQL.
+const StorePostgres = "postgres"
 
 // Manifest describes one backup.
 type Manifest struct {
-	Format        int      `json:"format"`
+	Format int `json:"format"`
+	// Store is where the record was: "" for SQLite, StorePostgres.
+	Store         string   `json:"store,omitempty"`
 	CreatedAt     string   `json:"created_at"`
 	SourceRoot    string   `json:"source_root"`
 	SchemaVersion int      `json:"schema_version"`
@@ -71,12 +89,16 @@ func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now 
 		return Manifest{}, err
 	}
 	m := Manifest{Format: Format, CreatedAt: store.FormatTime(now), SourceRoot: root.Dir}
+	if db.Postgres() {
+		m.Format, m.Store = FormatPostgres, StorePostgres
+	}
 	var snaps map[string]map[string]string // repository key → ref → oid
+	var dump func() error
 	var start time.Time
 	for attempt := 0; ; attempt++ {
 		var err error
 		start = time.Now()
-		snaps, err = snapshot(ctx, root, db, dir, &m)
+		snaps, dump, err = snapshot(ctx, root, db, dir, &m)
 		if err == nil {
 			break
 		}
@@ -84,12 +106,20 @@ func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now 
 			return m, fault.Default(err, "backup failed")
 		}
 		// A repository was created meanwhile: its refs were not locked.
-		if err := os.Remove(filepath.Join(dir, "collab.db")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, RecordFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return m, err
 		}
 	}
 	m.LockedMS = time.Since(start).Milliseconds()
-	fmt.Fprintf(out, "backup: database and refs of %d repositories taken together (writer lock held %d ms)\n", len(m.Repos), m.LockedMS)
+	if dump != nil {
+		fmt.Fprintf(out, "backup: record snapshot and refs of %d repositories taken together (refs locks held %d ms)\n", len(m.Repos), m.LockedMS)
+		if err := dump(); err != nil {
+			return m, err
+		}
+		fmt.Fprintf(out, "backup: pg_dump wrote the snapshot to %s\n", DumpFile)
+	} else {
+		fmt.Fprintf(out, "backup: database and refs of %d repositories taken together (writer lock held %d ms)\n", len(m.Repos), m.LockedMS)
+	}
 	if afterSnapshot != nil {
 		if err := afterSnapshot(); err != nil {
 			return m, fmt.Errorf("after the snapshot: %w", err)
@@ -124,15 +154,20 @@ func Backup(ctx context.Context, root forge.Root, db *store.DB, dir string, now 
 // repositories and the lock.
 var errNewRepo = errors.New("a repository was created during the snapshot")
 
-// snapshot copies the database into dir and reads every repository's refs,
-// all at one moment: it holds every repository's refs lock (which a push
-// holds from before its transaction until its refs are written) and then
-// the database's writer lock, in the order pushes take them, so that no
-// push is between its commit and its ref update.
-func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m *Manifest) (map[string]map[string]string, error) {
+// snapshot takes the record and every repository's refs, all at one
+// moment: it holds every repository's refs lock (which a push holds from
+// before its transaction until its refs are written), so that no push is
+// between its commit and its ref update, and then takes the record:
+//
+//   - SQLite: under the writer lock (taken after the refs locks, in the
+//     order pushes take them), the database is copied into dir.
+//   - PostgreSQL: a snapshot is exported, which the returned dump writes
+//     into dir once the locks are let go (pg_dump --snapshot); writers go
+//     on meanwhile, as they do with any reader.
+func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m *Manifest) (snaps map[string]map[string]string, dump func() error, err error) {
 	listed, err := repos.List(ctx, db.R())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	locked := map[string]bool{}
 	var unlocks []func()
@@ -145,20 +180,19 @@ func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m 
 		for _, r := range listed { // sorted by name: one order for every locker
 			src, err := reponame.Dir(root.ReposDir(), r.Name)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			u, err := patches.LockRefs(ctx, src)
 			if err != nil {
-				return nil, fmt.Errorf("lock the refs of %s: %w", reponame.Display(r.Name), err)
+				return nil, nil, fmt.Errorf("lock the refs of %s: %w", reponame.Display(r.Name), err)
 			}
 			unlocks = append(unlocks, u)
 			locked[r.Name] = true
 		}
 	}
-	snaps := map[string]map[string]string{}
-	m.Repos = nil
-	err = db.Exclusive(ctx, func() error {
-		all, err := repos.List(ctx, db.R())
+	// take reads the repositories that q lists and their refs.
+	take := func(q store.Querier) error {
+		all, err := repos.List(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -167,9 +201,8 @@ func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m 
 				return errNewRepo
 			}
 		}
-		if err := db.CopyTo(ctx, filepath.Join(dir, "collab.db")); err != nil {
-			return err
-		}
+		snaps = map[string]map[string]string{}
+		m.Repos = nil
 		for _, r := range all {
 			src, err := reponame.Dir(root.ReposDir(), r.Name)
 			if err != nil {
@@ -185,8 +218,29 @@ func snapshot(ctx context.Context, root forge.Root, db *store.DB, dir string, m 
 		v, err := db.Version(ctx)
 		m.SchemaVersion = v
 		return err
+	}
+	if db.Postgres() {
+		s, err := db.ExportSnapshot(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := take(s.Q()); err != nil {
+			s.Close()
+			return nil, nil, err
+		}
+		loc := root.DBLocation()
+		return snaps, func() error {
+			defer s.Close()
+			return store.Dump(ctx, loc, s.ID, filepath.Join(dir, DumpFile))
+		}, nil
+	}
+	err = db.Exclusive(ctx, func() error {
+		if err := db.CopyTo(ctx, filepath.Join(dir, RecordFile)); err != nil {
+			return err
+		}
+		return take(db.R())
 	})
-	return snaps, err
+	return snaps, nil, err
 }
 
 // backupRepo copies one repository: everything but its refs, which are
@@ -284,8 +338,10 @@ func skipObjectCaches(rel string, d fs.DirEntry) bool {
 // Restore makes the forge at root from the backup in dir: root must not
 // exist or be empty. The hook shims and git configuration are written for
 // this root and binary, and the database is brought up to this binary's
-// schema.
-func Restore(ctx context.Context, dir string, root forge.Root, binary string, out io.Writer) error {
+// schema. A record from PostgreSQL goes into the empty database at db (a
+// URL), which becomes the root's db setting; one from SQLite into the
+// root, and db must be "".
+func Restore(ctx context.Context, dir string, root forge.Root, db, binary string, out io.Writer) error {
 	if _, err := os.Stat(filepath.Join(dir, BackupUnfinished)); err == nil {
 		return fault.New(fault.Usage, "%s holds an unfinished backup (%s): make the backup again", dir, BackupUnfinished)
 	}
@@ -293,40 +349,72 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 	if err != nil {
 		return err
 	}
-	// A backup made by a newer collab is refused before anything is
-	// written; its header says, and the backup is only read (opening it
-	// with SQLite would write beside it).
-	if err := dbfile.Check(filepath.Join(dir, "collab.db")); err != nil {
-		return fault.Default(err, "the backup's database cannot be read")
+	pg := m.Store == StorePostgres
+	loaded := false // the database holds the dump already
+	// Whatever is refused is refused before anything is written.
+	switch {
+	case pg && db == "":
+		return fault.New(fault.Usage, "%s holds a record from PostgreSQL: give --db postgres://USER@HOST/DBNAME, an empty database to restore it into", dir)
+	case !pg && db != "":
+		return fault.New(fault.Usage, "%s holds an SQLite record: restore it without --db, then move it with migrate-to-postgres", dir)
+	case pg:
+		n, err := tablesIn(ctx, db)
+		if err != nil {
+			return err
+		}
+		// A restore killed after its load (one transaction: all or
+		// nothing) finds the database full and claimed by this root.
+		loaded = n > 0 && resuming(root, db)
+		if n > 0 && !loaded {
+			return fault.New(fault.Usage, "the PostgreSQL database is not empty (%d tables): restore a record into an empty database only", n)
+		}
+	default:
+		// A backup made by a newer collab is refused; its header says,
+		// and the backup is only read (opening it with SQLite would
+		// write beside it).
+		if err := dbfile.Check(filepath.Join(dir, RecordFile)); err != nil {
+			return fault.Default(err, "the backup's database cannot be read")
+		}
 	}
-	if err := startIn(root.Dir, RestoreUnfinished, "restore", out); err != nil {
+	// The db setting of a resumed restore stays: it says whose the
+	// database's record is until it is written again.
+	if err := startIn(root.Dir, RestoreUnfinished, "restore", out, filepath.Base(root.DBSettingPath())); err != nil {
 		return err
 	}
 	// A root made by hand beforehand gets the mode a fresh root has.
 	if err := os.Chmod(root.Dir, forge.DirMode); err != nil {
 		return fmt.Errorf("make %s private: %w", root.Dir, err)
 	}
+	if pg {
+		// The root claims the database before it is filled, so that a
+		// retry knows whose record is there.
+		if err := root.SetDBLocation(db); err != nil {
+			return err
+		}
+		if !loaded {
+			if err := store.LoadDump(ctx, db, filepath.Join(dir, DumpFile)); err != nil {
+				return err
+			}
+		}
+	} else if err := copyFile(filepath.Join(dir, RecordFile), filepath.Join(root.Dir, RecordFile), store.FileMode); err != nil {
+		return err
+	}
 	var st stats
 	if err := copyTree(filepath.Join(dir, "repos"), root.ReposDir(), func(string, fs.DirEntry) bool { return false }, &st); err != nil {
 		return err
 	}
-	for _, f := range []struct {
-		name string
-		mode os.FileMode
-	}{{"forge.key", forge.KeyMode}, {"collab.db", store.FileMode}} {
-		if err := copyFile(filepath.Join(dir, f.name), filepath.Join(root.Dir, f.name), f.mode); err != nil {
-			return err
-		}
+	if err := copyFile(filepath.Join(dir, "forge.key"), root.KeyPath(), forge.KeyMode); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(root.LogDir(), forge.DirMode); err != nil {
 		return fmt.Errorf("create %s: %w", root.LogDir(), err)
 	}
-	db, err := root.Open(ctx)
+	rec, err := root.Open(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	all, err := repos.List(ctx, db.R())
+	defer rec.Close()
+	all, err := repos.List(ctx, rec.R())
 	if err != nil {
 		return err
 	}
@@ -345,7 +433,7 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 	// keys-command reads the key index beside the database, not the
 	// database; a restored root needs its own, and its authorized_keys file
 	// (where turned on) names this binary, as the hook shims do.
-	if err := principals.RestoreKeyFiles(ctx, db, binary); err != nil {
+	if err := principals.RestoreKeyFiles(ctx, rec, binary); err != nil {
 		return fmt.Errorf("write the key index: %w", err)
 	}
 	syscall.Sync()
@@ -357,11 +445,35 @@ func Restore(ctx context.Context, dir string, root forge.Root, binary string, ou
 	return nil
 }
 
+// tablesIn counts the tables in the database at db, refusing a URL that
+// does not parse or answer.
+func tablesIn(ctx context.Context, db string) (int, error) {
+	if err := store.CheckURL(db); err != nil {
+		return 0, err
+	}
+	to, err := store.OpenNoMigrate(ctx, db)
+	if err != nil {
+		return 0, fault.Default(err, "the database cannot be reached")
+	}
+	defer to.Close()
+	return to.Tables(ctx)
+}
+
+// resuming reports whether root holds an unfinished restore that had
+// claimed the database at db.
+func resuming(root forge.Root, db string) bool {
+	if _, err := os.Stat(filepath.Join(root.Dir, RestoreUnfinished)); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(root.DBSettingPath())
+	return err == nil && strings.TrimSpace(string(b)) == db
+}
+
 // startIn makes dir (DirMode) or accepts an empty one, or one holding
 // the marker unfinished (a killed run's work, which it clears), and
 // writes the marker: a backup or a restore never writes over anything
 // else that is there.
-func startIn(dir, unfinished, what string, out io.Writer) error {
+func startIn(dir, unfinished, what string, out io.Writer, keep ...string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -376,7 +488,7 @@ func startIn(dir, unfinished, what string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%s: clearing what an unfinished run left in %s\n", what, dir)
 		for _, e := range entries {
-			if e.Name() == unfinished {
+			if e.Name() == unfinished || slices.Contains(keep, e.Name()) {
 				continue // the marker goes last, so a kill meanwhile is still recognised
 			}
 			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
@@ -429,8 +541,8 @@ func readManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fault.New(fault.Usage, "%s: bad %s: %v", dir, ManifestFile, err)
 	}
-	if m.Format != Format {
-		return m, fault.New(fault.Usage, "%s: backup format %d, this collab reads %d", dir, m.Format, Format)
+	if (m.Format != Format || m.Store != "") && (m.Format != FormatPostgres || m.Store != StorePostgres) {
+		return m, fault.New(fault.Usage, "%s: backup format %d, this collab reads %d and %d", dir, m.Format, Format, FormatPostgres)
 	}
 	return m, nil
 }

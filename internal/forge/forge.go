@@ -122,6 +122,12 @@ func (r Root) DBLocation() string {
 func (r Root) KeyPath() string { return filepath.Join(r.Dir, "forge.key") }
 func (r Root) LogDir() string  { return filepath.Join(r.Dir, "log") }
 
+// SetDBLocation sets the root's db setting: from now on every process of
+// the forge finds the record at url.
+func (r Root) SetDBLocation(url string) error {
+	return writePrivate(r.DBSettingPath(), url+"\n")
+}
+
 // Open opens the root's existing database.
 func (r Root) Open(ctx context.Context) (*store.DB, error) {
 	db, err := store.OpenExisting(ctx, r.DBLocation())
@@ -195,7 +201,7 @@ func Init(ctx context.Context, r Root, settings map[string]string) error {
 		}
 		defer db.Close()
 	} else if settings[SettingDB] != "" {
-		if err := writePrivate(r.DBSettingPath(), settings[SettingDB]+"\n"); err != nil {
+		if err := r.SetDBLocation(settings[SettingDB]); err != nil {
 			return err
 		}
 	}
@@ -497,7 +503,7 @@ func MigrateToPostgres(ctx context.Context, r Root, url string) (map[string]int,
 		}
 		// Set while the SQLite writer lock is held: a process that opens
 		// the root from now on finds the record on PostgreSQL.
-		if err := writePrivate(r.DBSettingPath(), url+"\n"); err != nil {
+		if err := r.SetDBLocation(url); err != nil {
 			return err
 		}
 		return store.FreezeRecord(ctx, tx)

@@ -392,13 +392,6 @@ func (db *DB) versionPG(ctx context.Context, q Querier) (have, known int, err er
 	return have, known, nil
 }
 
-func oneLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
 // PostgresBuilt reports whether this binary links the PostgreSQL store.
 func PostgresBuilt() bool { return true }
 

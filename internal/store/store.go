@@ -26,7 +26,6 @@ import (
 
 	"github.com/collab-forge/collab"
 	"github.com/collab-forge/collab/internal/dbfile"
-	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/flock"
 )
 
@@ -585,7 +584,7 @@ func (db *DB) Exclusive(ctx context.Context, fn func() error) error {
 
 // errNotOnPostgres is what the file-level operations of an SQLite record
 // (a copy, a snapshot under the writer lock) say of a PostgreSQL one.
-var errNotOnPostgres = fault.New(fault.Usage, "the forge record is on PostgreSQL: back it up with pg_dump; collab-hook backup copies an SQLite record only")
+var errNotOnPostgres = errors.New("the record is on PostgreSQL, not in an SQLite file")
 
 // CopyTo writes a consistent copy of the database to path, a file that must
 // not exist yet (VACUUM INTO: one read transaction, compacted, no WAL).
