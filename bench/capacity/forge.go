@@ -42,6 +42,7 @@ type forge struct {
 	// roots of the other forge hosts on it (-webs), each with a collab-web
 	// of its own (others) at webURLs[1:]; the API clients take turns.
 	db      string
+	webDB   string // collab-web's COLLAB_DB, "" for db
 	hosts   []string
 	others  []*exec.Cmd
 	done    []chan error // others' exits
@@ -96,14 +97,8 @@ func setup(ctx context.Context, work, bin string, most int, db string, webs int)
 	// What sshd does with a forced command: the client's command goes in
 	// SSH_ORIGINAL_COMMAND. CAP_AS names the key's principal and CAP_CPUS
 	// the forge's cores.
-	// The forced command as the forge writes it: collab-hook-pg where the
-	// record is on PostgreSQL (collab-hook would hand it over).
-	hook := "collab-hook"
-	if db != "" {
-		hook = "collab-hook-pg"
-	}
 	script := fmt.Sprintf("#!/bin/sh\nfor last; do :; done\nSSH_ORIGINAL_COMMAND=$last exec taskset -c \"$CAP_CPUS\" %s --root %s serve --as \"$CAP_AS\"\n",
-		filepath.Join(bin, hook), f.root)
+		f.forced(), f.root)
 	if err := os.WriteFile(f.standin, []byte(script), 0o755); err != nil {
 		return nil, err
 	}
@@ -194,13 +189,23 @@ func (f *forge) gitAs(ctx context.Context, c *client, cores int, dir string, arg
 	return string(out), nil
 }
 
+// forced is the binary of the forced command as the forge writes it (in
+// the authorized_keys lines keys-command answers): collab-hook-pg where
+// the record is on PostgreSQL, which collab-hook would hand the run to.
+func (f *forge) forced() string {
+	if f.db != "" {
+		return filepath.Join(f.bin, "collab-hook-pg")
+	}
+	return filepath.Join(f.bin, "collab-hook")
+}
+
 // serveCmd is `collab-hook serve --as who` as sshd starts it for line,
 // on cores (0: both).
 func (f *forge) serveCmd(ctx context.Context, who string, cores int, line string) *exec.Cmd {
 	if cores == 0 {
 		cores = numCPU()
 	}
-	cmd := exec.CommandContext(ctx, "taskset", "-c", cpuList(cores), filepath.Join(f.bin, "collab-hook"), "--root", f.root, "serve", "--as", who)
+	cmd := exec.CommandContext(ctx, "taskset", "-c", cpuList(cores), f.forced(), "--root", f.root, "serve", "--as", who)
 	cmd.Env = append(append([]string{}, f.env...), "SSH_ORIGINAL_COMMAND="+line, "GOMAXPROCS="+strconv.Itoa(cores))
 	return cmd
 }
@@ -356,6 +361,9 @@ func (f *forge) startOneWeb(ctx context.Context, cores int, root string) error {
 	defer logf.Close()
 	f.web = exec.Command("taskset", "-c", cpuList(cores), filepath.Join(f.bin, "collab-web"), "--root", root, "--listen", addr, "--url", "http://"+addr)
 	f.web.Env = append(append([]string{}, f.env...), "GOMAXPROCS="+strconv.Itoa(cores))
+	if f.webDB != "" {
+		f.web.Env = append(f.web.Env, "COLLAB_DB="+f.webDB)
+	}
 	f.web.Stdout, f.web.Stderr = logf, logf
 	if err := f.web.Start(); err != nil {
 		return err

@@ -68,6 +68,10 @@ type options struct {
 	store   string
 	webs    int
 	bouncer bool
+	// webDirect: collab-web on the cluster itself; writers: the URL's
+	// collab_writers ("" leaves it out).
+	webDirect bool
+	writers   string
 }
 
 func main() {
@@ -83,6 +87,8 @@ func main() {
 	quick := flag.Bool("quick", false, "a short run: 1 core count, N = 1 and 2, 600 ms levels")
 	flag.StringVar(&o.store, "store", "sqlite", "where the record lives: sqlite, or postgres (a throwaway cluster of Debian's postgresql)")
 	flag.BoolVar(&o.bouncer, "pgbouncer", true, "with -store postgres: the forge reaches the cluster through pgbouncer in transaction pooling, as docs/scale.md has each host do")
+	flag.BoolVar(&o.webDirect, "web-direct", false, "with -store postgres: collab-web reaches the cluster itself (COLLAB_DB, its own pool, statements prepared once: default_query_exec_mode=cache_statement), not through pgbouncer")
+	flag.StringVar(&o.writers, "writers", "", "with -store postgres: the URL's collab_writers, serial or serializable (default: the store's)")
 	flag.IntVar(&o.webs, "webs", 1, "forge hosts (roots, each with its collab-web) on the one record; more than 1 needs -store postgres")
 	flag.Parse()
 	var err error
@@ -157,7 +163,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 	}
-	var db string
+	var db, webDB string
 	switch {
 	case o.store == "postgres":
 		c, err := pgtest.Start(ctx)
@@ -167,6 +173,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		defer c.Stop(ctx)
 		if db, err = c.CreateDB(ctx, "bench"); err != nil {
 			return err
+		}
+		if o.webDirect {
+			webDB = db + "&default_query_exec_mode=cache_statement"
 		}
 		if o.bouncer {
 			b, u, err := startBouncer(ctx, c.Sock(), "bench")
@@ -181,16 +190,29 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	case o.webs > 1:
 		return fmt.Errorf("-webs %d needs -store postgres: an SQLite record has one host", o.webs)
 	}
+	if o.writers != "" {
+		db += "&collab_writers=" + o.writers
+		if webDB != "" {
+			webDB += "&collab_writers=" + o.writers
+		}
+	}
 	f, err := setup(ctx, work, bin, o.max, db, max(o.webs, 1))
 	if err != nil {
 		return err
 	}
+	f.webDB = webDB
 	defer f.close()
 	fmt.Fprintf(out, "capacity: %d-core machine (%s); levels of %s, N = 1, 2, 4, … up to %d; load before: %s\n",
 		numCPU(), strings.TrimSpace(firstLine("/proc/cpuinfo", "model name")), o.step, o.max, loadavg())
 	via := ""
 	if o.store == "postgres" && o.bouncer {
 		via = " through pgbouncer (transaction pooling)"
+	}
+	if o.webDirect {
+		via += "; collab-web directly, statements prepared"
+	}
+	if o.writers != "" {
+		via += "; writers " + o.writers
 	}
 	fmt.Fprintf(out, "record: %s%s; %d collab-web host(s)\n", o.store, via, max(o.webs, 1))
 	fmt.Fprintln(out, "\nEach mix on each core count in turn, so that the machine's other load is much the same for both;")

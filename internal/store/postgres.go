@@ -8,11 +8,20 @@ package store
 // $N, and schema.postgres.sql gives the tables the same columns (rowid
 // included where the SQL names it). What differs is here:
 //
-//   - Write is one SERIALIZABLE transaction, run again (whole) on a
-//     serialization failure or deadlock: every domain function was written
-//     as if it were the only writer, which SQLite's one writer makes true
-//     and SERIALIZABLE keeps true. No flock: writers of several hosts meet
-//     in the database. The busy budget is lock_timeout.
+//   - Write runs one writer at a time, as on SQLite: every domain function
+//     was written as if it were the only writer. The one writer is the
+//     holder of a transaction-level advisory lock, which a READ COMMITTED
+//     transaction takes first, so that each of its statements sees every
+//     write committed before (serialWriters). No flock: writers of several
+//     hosts meet in the database. The busy budget is lock_timeout.
+//     The URL's collab_writers=serializable runs writers concurrently
+//     instead, each a SERIALIZABLE transaction run again (whole) on a
+//     serialization failure or deadlock; writers of one repository then
+//     conflict on the B-tree pages they share and run again, and fewer get
+//     through: API comments through two hosts fell from 305 to 198 a
+//     second as clients went from 1 to 4, where serial writers held 320-330
+//     (bench/capacity -store postgres -webs 2 -mixes api-comment, and
+//     -writers serializable; docs/scale.md has the table).
 //   - Read is one REPEATABLE READ, READ ONLY transaction: its reads agree.
 //   - Migrations are counted in a schema_version table, applied under an
 //     advisory lock so that two processes starting together apply each
@@ -27,6 +36,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +69,10 @@ func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB
 	if err := CheckURL(loc); err != nil {
 		return nil, err
 	}
+	loc, serial, err := writersOf(loc)
+	if err != nil {
+		return nil, err
+	}
 	cfg, _ := pgx.ParseConfig(loc)
 	if _, ok := cfg.RuntimeParams["lock_timeout"]; !ok {
 		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10)
@@ -78,8 +92,37 @@ func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB
 	p := sql.OpenDB(rebinding{stdlib.GetConnector(*cfg)})
 	p.SetMaxOpenConns(conns)
 	p.SetMaxIdleConns(min(conns, 4))
-	return finishPG(ctx, &DB{path: Redact(loc), w: p, r: p, pg: true}, migrate)
+	return finishPG(ctx, &DB{path: Redact(loc), w: p, r: p, pg: true, serial: serial}, migrate)
 }
+
+// writersParam is the URL parameter that chooses how writers meet:
+// "serial" (the default) or "serializable". It is collab's, and taken out
+// of the URL before pgx (which would send it to the server) sees it.
+const writersParam = "collab_writers"
+
+// writersOf is loc without writersParam, and whether it asks for serial
+// writers.
+func writersOf(loc string) (string, bool, error) {
+	u, err := url.Parse(loc)
+	if err != nil {
+		return "", false, fault.New(fault.Usage, "bad database URL: want postgres://USER@HOST/DBNAME")
+	}
+	q := u.Query()
+	if !q.Has(writersParam) {
+		return loc, true, nil
+	}
+	v := q.Get(writersParam)
+	if v != "serial" && v != "serializable" {
+		return "", false, fault.New(fault.Usage, "bad database URL: %s is serial or serializable, not %q", writersParam, v)
+	}
+	q.Del(writersParam)
+	u.RawQuery = q.Encode()
+	return u.String(), v == "serial", nil
+}
+
+// serialWriters is the advisory lock the one writer holds (serial
+// writers); migrations hold (7368201, 0) and events (7368201, 1).
+const serialWriters = "SELECT pg_advisory_xact_lock(7368201, 2)"
 
 // finishPG checks that db answers, measures its clock and, when migrate is
 // set, brings its schema up to date.
@@ -221,10 +264,11 @@ func Rebind(query string) string {
 	return b.String()
 }
 
-// writePG runs fn in a SERIALIZABLE transaction and commits it, again from
-// the start after a serialization failure or deadlock, so fn must only
-// write through tx and set what it returns (it may run more than once).
-// Lock waits are bounded by what is left of limit (lock_timeout).
+// writePG runs fn in a transaction as the one writer (or, with serializable
+// writers, a SERIALIZABLE one) and commits it, again from the start after
+// a serialization failure or deadlock, so fn must only write through tx and
+// set what it returns (it may run more than once). Lock waits are bounded
+// by what is left of limit (lock_timeout).
 func (db *DB) writePG(ctx context.Context, limit time.Duration, fn func(tx *sql.Tx) error) error {
 	b := budgetOf(ctx)
 	for attempt := 0; ; attempt++ {
@@ -251,7 +295,11 @@ func (db *DB) writePG(ctx context.Context, limit time.Duration, fn func(tx *sql.
 }
 
 func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) error) error {
-	tx, err := db.w.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+	level := sql.LevelSerializable
+	if db.serial {
+		level = sql.LevelReadCommitted
+	}
+	tx, err := db.w.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -261,6 +309,11 @@ func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) 
 		ms := max(left.Milliseconds(), 1) // 0 would be no limit at all
 		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
 			return rollback(tx, fmt.Errorf("set lock_timeout: %w", err))
+		}
+	}
+	if db.serial {
+		if _, err := tx.ExecContext(ctx, serialWriters); err != nil {
+			return rollback(tx, fmt.Errorf("wait to write: %w", err))
 		}
 	}
 	if err := fn(tx); err != nil {

@@ -62,12 +62,18 @@ func cluster(t *testing.T) *pgtest.Cluster { return pgtest.ForTest(t) }
 
 func openPG(t *testing.T, c *pgtest.Cluster) *DB {
 	t.Helper()
+	return openPGAs(t, c, "forge", "")
+}
+
+// openPGAs opens a new database name of c, with query added to its URL.
+func openPGAs(t *testing.T, c *pgtest.Cluster, name, query string) *DB {
+	t.Helper()
 	ctx := context.Background()
-	u, err := c.CreateDB(ctx, "forge")
+	u, err := c.CreateDB(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(ctx, u)
+	db, err := Open(ctx, u+query)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +87,47 @@ func openPG(t *testing.T, c *pgtest.Cluster) *DB {
 // 64, and one winner whose racers all read the winner's row (no error).
 func TestPostgresRacers(t *testing.T) {
 	c := cluster(t)
-	db := openPG(t, c)
+	for _, tc := range []struct {
+		writers string
+		serial  bool
+	}{{"", true}, {"serial", true}, {"serializable", false}} {
+		t.Run("writers="+tc.writers, func(t *testing.T) {
+			name, query := "racers", ""
+			if tc.writers != "" {
+				name, query = "racers_"+tc.writers, "&collab_writers="+tc.writers
+			}
+			db := openPGAs(t, c, name, query)
+			if db.serial != tc.serial {
+				t.Fatalf("serial writers = %v, want %v", db.serial, tc.serial)
+			}
+			retries := race(t, db)
+			// One writer at a time never runs a write again; concurrent
+			// SERIALIZABLE ones do (their retries are what makes them
+			// right), however many that is on a given machine.
+			if tc.serial && retries != 0 {
+				t.Errorf("serial writers ran %d writes again, want none", retries)
+			}
+			t.Logf("writers %s: %d writes run again", tc.writers, retries)
+		})
+	}
+	if _, err := Open(context.Background(), c.URL("racers")+"&collab_writers=sometimes"); err == nil || !strings.Contains(err.Error(), "serial or serializable") {
+		t.Errorf("collab_writers=sometimes: %v, want a refusal", err)
+	}
+}
+
+// race runs the racers on db and returns how many writes ran again.
+func race(t *testing.T, db *DB) int {
+	t.Helper()
 	ctx := context.Background()
+	var retries atomic.Int64
+	// write is db.Write with a wait budget of its own, whose retries it
+	// counts.
+	write := func(fn func(tx Tx) error) error {
+		bctx := WithWaitBudget(ctx)
+		err := db.Write(bctx, fn)
+		retries.Add(int64(LockUseOf(bctx).Retries))
+		return err
+	}
 	if err := db.Write(ctx, func(tx Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO settings(key, value) VALUES ('n', '0')")
 		return err
@@ -97,7 +142,7 @@ func TestPostgresRacers(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errs <- db.Write(ctx, func(tx Tx) error {
+			errs <- write(func(tx Tx) error {
 				var v int
 				if err := tx.QueryRowContext(ctx, "SELECT CAST(value AS BIGINT) FROM settings WHERE key = 'n'").Scan(&v); err != nil {
 					return err
@@ -109,7 +154,7 @@ func TestPostgresRacers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var mine bool
-			errs <- db.Write(ctx, func(tx Tx) error {
+			errs <- write(func(tx Tx) error {
 				mine = false
 				var holder string
 				err := tx.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = 'claim'").Scan(&holder)
@@ -140,6 +185,7 @@ func TestPostgresRacers(t *testing.T) {
 	if w := len(won); w != 1 {
 		t.Errorf("%d claimants won, want 1", w)
 	}
+	return int(retries.Load())
 }
 
 // TestPostgresDown: with the server stopped, a write is "try again later"

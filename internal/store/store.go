@@ -53,6 +53,9 @@ type DB struct {
 	// beside the record start with (SetBeside).
 	pg     bool
 	beside string
+	// serial: a PostgreSQL record's writers write one at a time
+	// (postgres.go's writersParam).
+	serial bool
 	// skew is what the PostgreSQL server's clock is ahead of this host's
 	// (Now), measured when the record was opened; hostClock is this
 	// host's clock (time.Now; tests set it off).
