@@ -55,7 +55,7 @@ type DB struct {
 	beside string
 	// serial: a PostgreSQL record's writers write one at a time
 	// (postgres.go's writersParam).
-	serial bool
+	serial bool //lint:ignore U1000 read by postgres.go, which the build without the postgres tag leaves out
 	// skew is what the PostgreSQL server's clock is ahead of this host's
 	// (Now), measured when the record was opened; hostClock is this
 	// host's clock (time.Now; tests set it off).
