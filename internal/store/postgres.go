@@ -18,10 +18,10 @@ package store
 //     instead, each a SERIALIZABLE transaction run again (whole) on a
 //     serialization failure or deadlock; writers of one repository then
 //     conflict on the B-tree pages they share and run again, and fewer get
-//     through: API comments through two hosts fell from 305 to 198 a
-//     second as clients went from 1 to 4, where serial writers held 320-330
-//     (bench/capacity -store postgres -webs 2 -mixes api-comment, and
-//     -writers serializable; docs/scale.md has the table).
+//     through: API comments through two hosts fell from 751 to 465 and
+//     from 432 to 402 a second as clients went from 1 to 4, where serial
+//     writers held 630-715 (bench/capacity -store postgres -webs 2
+//     -web-direct, and -writers serializable; docs/scale.md has the table).
 //   - Read is one REPEATABLE READ, READ ONLY transaction: its reads agree.
 //   - Migrations are counted in a schema_version table, applied under an
 //     advisory lock so that two processes starting together apply each
