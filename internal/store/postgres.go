@@ -303,17 +303,21 @@ func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) 
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	// Connections wait DefaultBusyTimeout (the URL's lock_timeout); only a
-	// write with another budget left pays for a statement more.
-	if d := left - DefaultBusyTimeout; d < -busySlack || d > busySlack {
-		ms := max(left.Milliseconds(), 1) // 0 would be no limit at all
-		if _, err := tx.ExecContext(ctx, "SET LOCAL lock_timeout = "+strconv.FormatInt(ms, 10)); err != nil {
-			return rollback(tx, fmt.Errorf("set lock_timeout: %w", err))
-		}
-	}
-	if db.serial {
-		if _, err := tx.ExecContext(ctx, serialWriters); err != nil {
+	setTimeout := "SET LOCAL lock_timeout = " + strconv.FormatInt(max(left.Milliseconds(), 1), 10) // 0 would be no limit
+	switch {
+	case db.serial:
+		// The wait for the writer lock is the write's wait: bounded by
+		// its budget always, not by the connection's lock_timeout, which
+		// pgbouncer drops (ignore_startup_parameters). One round trip:
+		// without arguments both go as one simple query.
+		if _, err := tx.ExecContext(ctx, setTimeout+"; "+serialWriters); err != nil {
 			return rollback(tx, fmt.Errorf("wait to write: %w", err))
+		}
+	case left-DefaultBusyTimeout < -busySlack || left-DefaultBusyTimeout > busySlack:
+		// Connections wait DefaultBusyTimeout (the URL's lock_timeout);
+		// only a write with another budget left pays for a statement more.
+		if _, err := tx.ExecContext(ctx, setTimeout); err != nil {
+			return rollback(tx, fmt.Errorf("set lock_timeout: %w", err))
 		}
 	}
 	if err := fn(tx); err != nil {

@@ -423,3 +423,36 @@ func TestSchemasAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresWriterWaitBounded: a write that waits behind another for
+// the writer lock gives up, busy, after its budget, though the
+// connection's own lock_timeout is none (as behind pgbouncer, which drops
+// the startup parameter).
+func TestPostgresWriterWaitBounded(t *testing.T) {
+	c := cluster(t)
+	db := openPGAs(t, c, "bounded", "&lock_timeout=0")
+	ctx := context.Background()
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Write(ctx, func(tx Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	start := time.Now()
+	err := db.Write(ctx, func(tx Tx) error { return nil })
+	waited := time.Since(start)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the holder's write: %v", err)
+	}
+	if fault.KindOf(err) != fault.Unavailable || !strings.Contains(err.Error(), "busy") {
+		t.Fatalf("a write behind the holder: %v, want busy", err)
+	}
+	if waited < DefaultBusyTimeout-busySlack || waited > 3*DefaultBusyTimeout {
+		t.Errorf("it gave up after %s, want its budget, %s", waited, DefaultBusyTimeout)
+	}
+}
