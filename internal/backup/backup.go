@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/collab-forge/collab"
 	"github.com/collab-forge/collab/internal/dbfile"
 	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/forge"
@@ -358,6 +359,9 @@ func Restore(ctx context.Context, dir string, root forge.Root, db, binary string
 	case !pg && db != "":
 		return fault.New(fault.Usage, "%s holds an SQLite record: restore it without --db, then move it with migrate-to-postgres", dir)
 	case pg:
+		if known := dbfile.Known(collab.PostgresSchema); m.SchemaVersion > known {
+			return fault.Default(dbfile.Newer(m.SchemaVersion, known), "the backup's record cannot be read")
+		}
 		n, err := tablesIn(ctx, db)
 		if err != nil {
 			return err
@@ -378,7 +382,11 @@ func Restore(ctx context.Context, dir string, root forge.Root, db, binary string
 	}
 	// The db setting of a resumed restore stays: it says whose the
 	// database's record is until it is written again.
-	if err := startIn(root.Dir, RestoreUnfinished, "restore", out, filepath.Base(root.DBSettingPath())); err != nil {
+	var keep []string
+	if pg {
+		keep = append(keep, filepath.Base(root.DBSettingPath()))
+	}
+	if err := startIn(root.Dir, RestoreUnfinished, "restore", out, keep...); err != nil {
 		return err
 	}
 	// A root made by hand beforehand gets the mode a fresh root has.
