@@ -42,7 +42,7 @@ type forge struct {
 	// roots of the other forge hosts on it (-webs), each with a collab-web
 	// of its own (others) at webURLs[1:]; the API clients take turns.
 	db      string
-	webDB   string // collab-web's COLLAB_DB, "" for db
+	webDB   string // collab-web's --db, "" for db
 	hosts   []string
 	others  []*exec.Cmd
 	done    []chan error // others' exits
@@ -359,11 +359,12 @@ func (f *forge) startOneWeb(ctx context.Context, cores int, root string) error {
 		return err
 	}
 	defer logf.Close()
-	f.web = exec.Command("taskset", "-c", cpuList(cores), filepath.Join(f.bin, "collab-web"), "--root", root, "--listen", addr, "--url", "http://"+addr)
-	f.web.Env = append(append([]string{}, f.env...), "GOMAXPROCS="+strconv.Itoa(cores))
+	args := []string{"-c", cpuList(cores), filepath.Join(f.bin, "collab-web"), "--root", root, "--listen", addr, "--url", "http://" + addr}
 	if f.webDB != "" {
-		f.web.Env = append(f.web.Env, "COLLAB_DB="+f.webDB)
+		args = append(args, "--db", f.webDB)
 	}
+	f.web = exec.Command("taskset", args...)
+	f.web.Env = append(append([]string{}, f.env...), "GOMAXPROCS="+strconv.Itoa(cores))
 	f.web.Stdout, f.web.Stderr = logf, logf
 	if err := f.web.Start(); err != nil {
 		return err

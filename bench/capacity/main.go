@@ -87,7 +87,7 @@ func main() {
 	quick := flag.Bool("quick", false, "a short run: 1 core count, N = 1 and 2, 600 ms levels")
 	flag.StringVar(&o.store, "store", "sqlite", "where the record lives: sqlite, or postgres (a throwaway cluster of Debian's postgresql)")
 	flag.BoolVar(&o.bouncer, "pgbouncer", true, "with -store postgres: the forge reaches the cluster through pgbouncer in transaction pooling, as docs/scale.md has each host do")
-	flag.BoolVar(&o.webDirect, "web-direct", false, "with -store postgres: collab-web reaches the cluster itself (COLLAB_DB, its own pool, statements prepared once: default_query_exec_mode=cache_statement), not through pgbouncer")
+	flag.BoolVar(&o.webDirect, "web-direct", false, "with -store postgres: collab-web reaches the cluster itself (collab-web --db, statements prepared once: default_query_exec_mode=cache_statement), not through pgbouncer")
 	flag.StringVar(&o.writers, "writers", "", "with -store postgres: the URL's collab_writers, serial or serializable (default: the store's)")
 	flag.IntVar(&o.webs, "webs", 1, "forge hosts (roots, each with its collab-web) on the one record; more than 1 needs -store postgres")
 	flag.Parse()

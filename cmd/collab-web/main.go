@@ -41,6 +41,7 @@ func main() {
 			&cli.StringFlag{Name: "root", EnvVars: []string{"COLLAB_ROOT"}, Value: forge.DefaultDir},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080"},
 			&cli.StringFlag{Name: "url", EnvVars: []string{"COLLAB_URL"}},
+			&cli.StringFlag{Name: "db", Usage: "collab-web's own way to the root's PostgreSQL record (postgres://…): the server itself rather than a pgbouncer, say, with statements prepared (default_query_exec_mode=cache_statement); the processes it starts use the root's"},
 			&cli.DurationFlag{Name: "sweep-every", Value: 5 * time.Second,
 				Usage: "how often to make up what killed hooks left undone (missed merge scans, revision refs)"},
 			&cli.DurationFlag{Name: "sweep-grace", Value: 10 * time.Second,
@@ -75,7 +76,11 @@ func serve(c *cli.Context) error {
 	}
 	// One process-wide store: its writer pool is a single connection, its
 	// reader pool never waits for hook writers (WAL).
-	db, err := root.Open(ctx)
+	open := root.Open
+	if via := c.String("db"); via != "" {
+		open = func(ctx context.Context) (*store.DB, error) { return root.OpenVia(ctx, via) }
+	}
+	db, err := open(ctx)
 	if err != nil {
 		return err
 	}

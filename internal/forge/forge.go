@@ -138,6 +138,26 @@ func (r Root) Open(ctx context.Context) (*store.DB, error) {
 	return db, nil
 }
 
+// OpenVia opens the root's record, which must be on PostgreSQL, through
+// url: another way to the same database, for one long-running process
+// (collab-web on the server itself, where the short processes go through
+// a pgbouncer). The processes it starts still find the record through
+// the db setting.
+func (r Root) OpenVia(ctx context.Context, url string) (*store.DB, error) {
+	if err := store.CheckURL(url); err != nil {
+		return nil, err
+	}
+	if !store.IsURL(r.DBLocation()) {
+		return nil, fault.New(fault.Usage, "--db: the root's record is not on PostgreSQL (init --db or migrate-to-postgres puts it there)")
+	}
+	db, err := store.OpenExisting(ctx, url)
+	if err != nil {
+		return nil, fault.Default(err, "forge database unavailable")
+	}
+	db.SetBeside(r.DBPath())
+	return db, nil
+}
+
 // OpenNoMigrate opens the root's database without touching its schema.
 func (r Root) OpenNoMigrate(ctx context.Context) (*store.DB, error) {
 	db, err := store.OpenNoMigrate(ctx, r.DBLocation())

@@ -3,8 +3,10 @@ package forge
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/collab-forge/collab/internal/fault"
 	"github.com/collab-forge/collab/internal/store"
 )
 
@@ -125,6 +127,32 @@ func TestSSHUser(t *testing.T) {
 	} {
 		if got := SSHUser(tc.setting); got != tc.want {
 			t.Errorf("SSHUser(%q) = %q, want %q", tc.setting, got, tc.want)
+		}
+	}
+}
+
+// TestOpenViaRefuses: collab-web --db names another way to a record on
+// PostgreSQL; a URL that is none, or a root whose record is in SQLite,
+// is refused with a usage error before anything is opened.
+func TestOpenViaRefuses(t *testing.T) {
+	ctx := context.Background()
+	r, err := New(filepath.Join(t.TempDir(), "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(ctx, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"/srv/collab/collab.db", "bad database URL"},
+		{"postgres://collab@db.example/collab", "not on PostgreSQL"},
+	} {
+		db, err := r.OpenVia(ctx, tc.url)
+		if err == nil {
+			db.Close()
+		}
+		if fault.KindOf(err) != fault.Usage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("OpenVia(%s): %v, want a usage error saying %q", tc.url, err, tc.want)
 		}
 	}
 }

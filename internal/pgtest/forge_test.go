@@ -182,7 +182,8 @@ type host struct {
 // directory and forge key. Agents on both race for the issues' leases:
 // each issue goes to one agent. A comment written through A shows on B's
 // page at once. Each event is delivered to a webhook once, though both
-// hosts' collab-web run.
+// hosts' collab-web run. B's collab-web reaches the record through a URL
+// of its own (--db).
 func TestTwoHosts(t *testing.T) {
 	f := newPGForge(t)
 	url, dir := f.url, f.dir
@@ -229,7 +230,13 @@ func TestTwoHosts(t *testing.T) {
 
 	for _, h := range []*host{a, b} {
 		h.addr = freeAddr(t)
-		h.web = exec.Command(filepath.Join(dir, "collab-web"), "--root", h.root, "--listen", h.addr)
+		args := []string{"--root", h.root, "--listen", h.addr}
+		if h == b {
+			// B's collab-web reaches the record its own way, its
+			// statements prepared (collab-web --db).
+			args = append(args, "--db", url+"&default_query_exec_mode=cache_statement")
+		}
+		h.web = exec.Command(filepath.Join(dir, "collab-web"), args...)
 		h.web.Stdout, h.web.Stderr = &h.logs, &h.logs
 		if err := h.web.Start(); err != nil {
 			t.Fatal(err)
