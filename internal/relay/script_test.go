@@ -261,7 +261,18 @@ func TestEnvironOfExiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	proc := fmt.Sprintf("/proc/%d", cmd.Process.Pid)
-	env, err := environOf(proc)
+	// Start returns once exec has closed the descriptors, before the
+	// kernel has placed the new program's environment, which /proc then
+	// reads as empty too; a hook that asks the relay is long past that.
+	var env []string
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		env, err = environOf(proc)
+		if !errors.Is(err, errExiting) || time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
+	}
 	if err != nil || !slices.Contains(env, "COLLAB_PRINCIPAL=alice") {
 		t.Fatalf("environOf(live) = %q, %v", env, err)
 	}
