@@ -103,9 +103,10 @@ func (b *waitBudget) hold(d time.Duration) {
 
 // LockUse is what one request did with the writer lock: the serial part
 // of its cost, which bounds how many writes a second the forge takes. On
-// PostgreSQL, which has no one writer lock, Held is the time of the write
-// transactions that committed, Wait that of those that failed, and
-// Retries how many ran again.
+// PostgreSQL Wait is the wait for the writer lock (serial writers: the
+// advisory lock) and the whole time of the write transactions that failed,
+// Held the rest of those that committed, and Retries how many ran again
+// (SERIALIZABLE writers).
 type LockUse struct {
 	Wait    time.Duration // queued for it (the flock, then SQLite's lock)
 	Held    time.Duration // held it: BEGIN IMMEDIATE to the commit's fsync

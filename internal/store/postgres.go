@@ -273,9 +273,10 @@ func (db *DB) writePG(ctx context.Context, limit time.Duration, fn func(tx *sql.
 	b := budgetOf(ctx)
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		err := db.txPG(ctx, limit-b.spent(), fn)
+		queued, err := db.txPG(ctx, limit-b.spent(), fn)
 		if err == nil {
-			b.hold(time.Since(start))
+			b.add(queued)
+			b.hold(time.Since(start) - queued)
 			return nil
 		}
 		// A failed attempt's time counts against the busy budget.
@@ -294,14 +295,17 @@ func (db *DB) writePG(ctx context.Context, limit time.Duration, fn func(tx *sql.
 	}
 }
 
-func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) error) error {
+// txPG runs one attempt of writePG. queued is how long it waited for the
+// writer lock (serial writers; SERIALIZABLE ones queue for none).
+func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) error) (queued time.Duration, err error) {
 	level := sql.LevelSerializable
 	if db.serial {
 		level = sql.LevelReadCommitted
 	}
+	start := time.Now()
 	tx, err := db.w.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return 0, fmt.Errorf("begin: %w", err)
 	}
 	setTimeout := "SET LOCAL lock_timeout = " + strconv.FormatInt(max(left.Milliseconds(), 1), 10) // 0 would be no limit
 	switch {
@@ -311,22 +315,23 @@ func (db *DB) txPG(ctx context.Context, left time.Duration, fn func(tx *sql.Tx) 
 		// pgbouncer drops (ignore_startup_parameters). One round trip:
 		// without arguments both go as one simple query.
 		if _, err := tx.ExecContext(ctx, setTimeout+"; "+serialWriters); err != nil {
-			return rollback(tx, fmt.Errorf("wait to write: %w", err))
+			return 0, rollback(tx, fmt.Errorf("wait to write: %w", err))
 		}
+		queued = time.Since(start)
 	case left-DefaultBusyTimeout < -busySlack || left-DefaultBusyTimeout > busySlack:
 		// Connections wait DefaultBusyTimeout (the URL's lock_timeout);
 		// only a write with another budget left pays for a statement more.
 		if _, err := tx.ExecContext(ctx, setTimeout); err != nil {
-			return rollback(tx, fmt.Errorf("set lock_timeout: %w", err))
+			return 0, rollback(tx, fmt.Errorf("set lock_timeout: %w", err))
 		}
 	}
 	if err := fn(tx); err != nil {
-		return rollback(tx, err)
+		return queued, rollback(tx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return queued, fmt.Errorf("commit: %w", err)
 	}
-	return nil
+	return queued, nil
 }
 
 // readPG runs fn in one read-only snapshot.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -427,7 +428,8 @@ func TestSchemasAgree(t *testing.T) {
 // TestPostgresWriterWaitBounded: a write that waits behind another for
 // the writer lock gives up, busy, after its budget, though the
 // connection's own lock_timeout is none (as behind pgbouncer, which drops
-// the startup parameter).
+// the startup parameter); one that queued and then wrote reports its
+// queueing as its wait (LockUseOf).
 func TestPostgresWriterWaitBounded(t *testing.T) {
 	c := cluster(t)
 	db := openPGAs(t, c, "bounded", "&lock_timeout=0")
@@ -454,5 +456,41 @@ func TestPostgresWriterWaitBounded(t *testing.T) {
 	}
 	if waited < DefaultBusyTimeout-busySlack || waited > 3*DefaultBusyTimeout {
 		t.Errorf("it gave up after %s, want its budget, %s", waited, DefaultBusyTimeout)
+	}
+
+	// A write that queued, then wrote, counts its queueing as its wait
+	// (LOCK_WAIT_MS), as on SQLite, and the rest as held.
+	held, release = make(chan struct{}), make(chan struct{})
+	go func() {
+		done <- db.Write(ctx, func(tx Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	queued := WithWaitBudget(ctx)
+	wrote := make(chan error, 1)
+	go func() { wrote <- db.Write(queued, func(tx Tx) error { return nil }) }()
+	for deadline := time.Now().Add(time.Minute); ; {
+		var waiting int
+		if err := db.R().QueryRowContext(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND NOT granted AND classid = 7368201 AND objid = 2`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second writer never queued for the writer lock")
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if err := errors.Join(<-done, <-wrote); err != nil {
+		t.Fatal(err)
+	}
+	if u := LockUseOf(queued); u.Writes != 1 || u.Wait <= 0 || u.Held <= 0 || u.Retries != 0 {
+		t.Errorf("lock use of a write that queued: %+v, want one write that waited and held", u)
 	}
 }
