@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"maps"
@@ -70,7 +69,14 @@ func migrateCommand() *cli.Command {
 			// over), which serves the root from now on: the repositories'
 			// hooks name it, so that serve runs them from the root's hooks
 			// directory (repos.HookSet), as fsck would write them.
-			if err := withDB(c, func(root forge.Root, db *store.DB) error { return configureAll(c.Context, root, db) }); err != nil {
+			bin, err := binary()
+			if err != nil {
+				return err
+			}
+			if err := withDB(c, func(root forge.Root, db *store.DB) error {
+				_, err := repos.ConfigureAll(c.Context, root, db.R(), bin)
+				return err
+			}); err != nil {
 				return fault.Default(err, "migrate-to-postgres moved the record, but rewriting the hooks failed: run collab-hook fsck")
 			}
 			tables := slices.Sorted(maps.Keys(counts))
@@ -203,27 +209,4 @@ func withDB(c *cli.Context, fn func(forge.Root, *store.DB) error) error {
 	}
 	defer db.Close()
 	return fn(root, db)
-}
-
-// configureAll writes every repository's hooks and configuration for this
-// binary (repos.Configure).
-func configureAll(ctx context.Context, root forge.Root, db *store.DB) error {
-	bin, err := binary()
-	if err != nil {
-		return err
-	}
-	rs, err := repos.List(ctx, db.R())
-	if err != nil {
-		return err
-	}
-	for _, r := range rs {
-		dir, err := reponame.Dir(root.ReposDir(), r.Name)
-		if err != nil {
-			return err
-		}
-		if err := repos.Configure(ctx, root, dir, bin); err != nil {
-			return err
-		}
-	}
-	return nil
 }

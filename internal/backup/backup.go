@@ -422,21 +422,9 @@ func Restore(ctx context.Context, dir string, root forge.Root, db, binary string
 		return err
 	}
 	defer rec.Close()
-	all, err := repos.List(ctx, rec.R())
+	n, err := repos.ConfigureAll(ctx, root, rec.R(), binary)
 	if err != nil {
 		return err
-	}
-	for _, r := range all {
-		rdir, err := reponame.Dir(root.ReposDir(), r.Name)
-		if err != nil {
-			return err
-		}
-		if _, err := os.Stat(filepath.Join(rdir, "HEAD")); err != nil {
-			return fmt.Errorf("the backup lacks repository %s: %w", reponame.Display(r.Name), err)
-		}
-		if err := repos.Configure(ctx, root, rdir, binary); err != nil {
-			return fmt.Errorf("configure %s: %w", reponame.Display(r.Name), err)
-		}
 	}
 	// keys-command reads the key index beside the database, not the
 	// database; a restored root needs its own, and its authorized_keys file
@@ -449,7 +437,7 @@ func Restore(ctx context.Context, dir string, root forge.Root, db, binary string
 		return err
 	}
 	fmt.Fprintf(out, "restore: %s made from the backup of %s taken %s (%d repositories, %d files); hook shims point at %s\n",
-		root.Dir, m.SourceRoot, m.CreatedAt, len(all), st.files, binary)
+		root.Dir, m.SourceRoot, m.CreatedAt, n, st.files, binary)
 	return nil
 }
 

@@ -121,6 +121,30 @@ func Create(ctx context.Context, root forge.Root, db *store.DB, name string, pub
 	return r, nil
 }
 
+// ConfigureAll configures (Configure) every repository that q lists, for
+// binary: a root made anew (restore), or one whose record moved to where
+// another binary serves it (migrate-to-postgres). A repository the record
+// names and the root lacks is an error.
+func ConfigureAll(ctx context.Context, root forge.Root, q store.Querier, binary string) (int, error) {
+	all, err := List(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range all {
+		dir, err := reponame.Dir(root.ReposDir(), r.Name)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+			return 0, fmt.Errorf("the root lacks repository %s: %w", reponame.Display(r.Name), err)
+		}
+		if err := Configure(ctx, root, dir, binary); err != nil {
+			return 0, fmt.Errorf("configure %s: %w", reponame.Display(r.Name), err)
+		}
+	}
+	return len(all), nil
+}
+
 // Configure writes collab's git configuration and hook shims into dir,
 // and the root's hooks directory (hookdir), and moves its objects to
 // ObjectStore (Relocate). fsck calls it to repair a repository.
