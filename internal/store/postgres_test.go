@@ -434,21 +434,26 @@ func TestPostgresWriterWaitBounded(t *testing.T) {
 	c := cluster(t)
 	db := openPGAs(t, c, "bounded", "&lock_timeout=0")
 	ctx := context.Background()
-	held, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- db.Write(ctx, func(tx Tx) error {
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
+	// hold starts a write that holds the writer lock until release is
+	// called, which returns that write's error.
+	hold := func() (release func() error) {
+		held, let := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- db.Write(ctx, func(tx Tx) error {
+				close(held)
+				<-let
+				return nil
+			})
+		}()
+		<-held
+		return func() error { close(let); return <-done }
+	}
+	release := hold()
 	start := time.Now()
 	err := db.Write(ctx, func(tx Tx) error { return nil })
 	waited := time.Since(start)
-	close(release)
-	if err := <-done; err != nil {
+	if err := release(); err != nil {
 		t.Fatalf("the holder's write: %v", err)
 	}
 	if fault.KindOf(err) != fault.Unavailable || !strings.Contains(err.Error(), "busy") {
@@ -460,15 +465,7 @@ func TestPostgresWriterWaitBounded(t *testing.T) {
 
 	// A write that queued, then wrote, counts its queueing as its wait
 	// (LOCK_WAIT_MS), as on SQLite, and the rest as held.
-	held, release = make(chan struct{}), make(chan struct{})
-	go func() {
-		done <- db.Write(ctx, func(tx Tx) error {
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
+	release = hold()
 	queued := WithWaitBudget(ctx)
 	wrote := make(chan error, 1)
 	go func() { wrote <- db.Write(queued, func(tx Tx) error { return nil }) }()
@@ -486,8 +483,7 @@ func TestPostgresWriterWaitBounded(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	close(release)
-	if err := errors.Join(<-done, <-wrote); err != nil {
+	if err := errors.Join(release(), <-wrote); err != nil {
 		t.Fatal(err)
 	}
 	if u := LockUseOf(queued); u.Writes != 1 || u.Wait <= 0 || u.Held <= 0 || u.Retries != 0 {
