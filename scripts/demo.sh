@@ -131,7 +131,10 @@ hook grant demo demo write >/dev/null
 # (AuthorizedKeysCommand, the recommended setup), so a key added with
 # "collab-hook key add" works at once; each key runs the forced command.
 # The login user is whoever runs the demo. sshd checks every path component
-# of the command it runs up to /, so the script is run by /bin/sh.
+# of the command it runs up to /, so the script is run by /bin/sh. The
+# sessions get a home of their own: the login shell would otherwise read
+# the user's ~/.bashrc before every forced command (and anything it prints
+# would break git's protocol).
 hostkey=$dir/ssh_host_ed25519_key
 [ -f "$hostkey" ] || ssh-keygen -q -t ed25519 -N '' -C demo-host -f "$hostkey"
 cat > "$dir/keys-command.sh" <<EOT
@@ -157,7 +160,9 @@ ExposeAuthInfo yes
 DisableForwarding yes
 PermitTTY no
 PrintMotd no
+SetEnv HOME=$dir/home
 EOT
+mkdir -p "$dir/home"
 install -d -m 0755 /run/sshd 2>/dev/null || true
 /usr/sbin/sshd -t -f "$dir/sshd_config" -p "$ssh_port"
 echo "[127.0.0.1]:$ssh_port $(cut -d' ' -f1,2 "$hostkey.pub")" > "$dir/known_hosts"

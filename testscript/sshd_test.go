@@ -220,15 +220,19 @@ LogLevel VERBOSE
 	} else {
 		fmt.Fprintf(&cfg, "AuthorizedKeysFile %s\n", p.authorizedKeys())
 	}
-	var setenv []string
+	// The login user's HOME is the runner's, whose dotfiles (a ~/.bashrc
+	// that runs "pyenv init" and moves PATH, say) bash would read before
+	// every forced command: the sessions get a home of their own, as the
+	// forge's own user has in production.
+	home := filepath.Join(sd, "home")
+	ts.Check(os.MkdirAll(home, 0o755))
+	setenv := []string{"HOME=" + home}
 	for _, k := range serverEnv {
 		if v := ts.Getenv(k); v != "" {
 			setenv = append(setenv, k+"="+v)
 		}
 	}
-	if len(setenv) > 0 {
-		fmt.Fprintf(&cfg, "SetEnv %s\n", strings.Join(setenv, " "))
-	}
+	fmt.Fprintf(&cfg, "SetEnv %s\n", strings.Join(setenv, " "))
 	conf := filepath.Join(sd, "sshd_config")
 	ts.Check(os.WriteFile(conf, []byte(cfg.String()), 0o600))
 	if out, err := exec.Command("/usr/sbin/sshd", "-t", "-f", conf).CombinedOutput(); err != nil {
