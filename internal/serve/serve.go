@@ -121,7 +121,7 @@ func Run(ctx context.Context, r *Request) int {
 	jsonOut := false // a verb line asked for --json: refusals are JSON too
 	refuse := func(err error, attrs ...any) int {
 		msg := fault.Public(err)
-		fmt.Fprintf(r.Stderr, "collab: %s\n", oneLine(msg))
+		fmt.Fprintf(r.Stderr, "collab: %s\n", text.Line(msg))
 		if jsonOut {
 			if b, err := json.Marshal(map[string]string{"error": msg}); err == nil {
 				_, _ = r.Stdout.Write(append(text.JSON(b), '\n'))
@@ -816,11 +816,6 @@ func first2(w []string) []string {
 		return w[:2]
 	}
 	return w
-}
-
-// oneLine is a refusal's message as one line a terminal only shows.
-func oneLine(s string) string {
-	return text.Show(strings.Join(strings.Fields(s), " "))
 }
 
 func clip(s string) string {

@@ -133,6 +133,11 @@ func firstHidden(page []byte) int {
 // that needs none comes back unchanged, without a copy.
 func Show(s string) string { return show(s, false) }
 
+// Line is a message (a refusal's, an error's) as one line that a
+// terminal only shows: runs of white space, newlines included, become one
+// space, then Show.
+func Line(s string) string { return Show(strings.Join(strings.Fields(s), " ")) }
+
 // ShowBody is Show for multi-line text (bodies, comments, whole outputs):
 // newlines, tabs and a carriage return right before a newline are kept.
 func ShowBody(s string) string { return show(s, true) }

@@ -117,6 +117,19 @@ func TestClip(t *testing.T) {
 	}
 }
 
+func TestLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"one line", "one line"},
+		{"  a\n\tb  \r\n c ", "a b c"},
+		{"esc \x1b]0;x\x07 bad \xff", `esc \x1b]0;x\x07 bad \xff`},
+		{"", ""},
+	} {
+		if got := Line(tc.in); got != tc.want {
+			t.Errorf("Line(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestJSON(t *testing.T) {
 	v := map[string]string{"title": "del\x7f c1\u009b\u0080\u009f esc\x1b nbsp\u00a0 é"}
 	b, err := json.Marshal(v)

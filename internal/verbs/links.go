@@ -9,6 +9,7 @@ import (
 	"github.com/collab-forge/collab/internal/issues"
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/reponame"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func issueLinkCommand(env *Env) *cli.Command {
@@ -69,6 +70,6 @@ func (env *Env) issueLink(c *cli.Context, unlink bool) error {
 // text, one line each; the write itself succeeded.
 func (env *Env) tell(us []issues.Unresolved) {
 	for _, u := range us {
-		fmt.Fprintf(env.Stderr, "collab: note: %s\n", oneLine(u.String()))
+		fmt.Fprintf(env.Stderr, "collab: note: %s\n", text.Line(u.String()))
 	}
 }

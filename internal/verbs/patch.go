@@ -13,6 +13,7 @@ import (
 	"github.com/collab-forge/collab/internal/ops"
 	"github.com/collab-forge/collab/internal/patches"
 	"github.com/collab-forge/collab/internal/review"
+	"github.com/collab-forge/collab/internal/text"
 )
 
 func patchCommand(env *Env) *cli.Command {
@@ -240,7 +241,7 @@ func printPatch(w io.Writer, p review.Shown, sshURL, httpURL string) {
 	for _, r := range p.Revisions {
 		fmt.Fprintf(w, "  %d  base %s  commit %s  pushed by %s at %s\n", r.Number, r.BaseCommit, r.Commit, r.Pusher, r.CreatedAt)
 		if r.Message != "" {
-			fmt.Fprintf(w, "     %s\n", oneLine(r.Message))
+			fmt.Fprintf(w, "     %s\n", text.Line(r.Message))
 		}
 		printChecks(w, r.Checks)
 	}

@@ -172,7 +172,7 @@ func Run(ctx context.Context, env *Env, words []string) int {
 		env.Log.ErrorContext(ctx, "verb refused", "verb", strings.Join(first2(words), " "), "OUTCOME", "refused", "error", err.Error())
 	}
 	msg := fe.Say(flagWord)
-	fmt.Fprintf(env.Stderr, "collab: %s\n", oneLine(msg))
+	fmt.Fprintf(env.Stderr, "collab: %s\n", text.Line(msg))
 	if WantsJSON(words) {
 		obj := map[string]any{"error": msg}
 		for k, v := range fe.Fields {
@@ -211,11 +211,6 @@ func WantsJSON(words []string) bool {
 		}
 	}
 	return false
-}
-
-// oneLine is a refusal's message as one line a terminal only shows.
-func oneLine(s string) string {
-	return text.Show(strings.Join(strings.Fields(s), " "))
 }
 
 // JSONFlag is the --json flag every verb takes.
