@@ -40,7 +40,8 @@ type forge struct {
 
 	// db is the record's PostgreSQL URL ("": SQLite). hosts are the
 	// roots of the other forge hosts on it (-webs), each with a collab-web
-	// of its own (others) at webURLs[1:]; the API clients take turns.
+	// of its own (others) at webURLs[1:]; the API clients take turns over
+	// the collab-webs, and the verbs over the roots (rootOf).
 	db      string
 	webDB   string // collab-web's --db, "" for db
 	hosts   []string
@@ -60,6 +61,8 @@ type client struct {
 	rf, br string // its clones for refsfor and branch
 	seq    int    // commits made, for distinct commit messages
 	phase  int    // lease: 0 acquire, 1 renew, 2 release
+	// claimed is the issue next last claimed, until it releases it
+	claimed string
 	// revised: rf holds the patch's commit, which each push amends
 	revised bool
 }
@@ -202,10 +205,15 @@ func (f *forge) forced() string {
 // serveCmd is `collab-hook serve --as who` as sshd starts it for line,
 // on cores (0: both).
 func (f *forge) serveCmd(ctx context.Context, who string, cores int, line string) *exec.Cmd {
+	return f.serveCmdAt(ctx, f.root, who, cores, line)
+}
+
+// serveCmdAt is serveCmd on the host whose root is root.
+func (f *forge) serveCmdAt(ctx context.Context, root, who string, cores int, line string) *exec.Cmd {
 	if cores == 0 {
 		cores = numCPU()
 	}
-	cmd := exec.CommandContext(ctx, "taskset", "-c", cpuList(cores), f.forced(), "--root", f.root, "serve", "--as", who)
+	cmd := exec.CommandContext(ctx, "taskset", "-c", cpuList(cores), f.forced(), "--root", root, "serve", "--as", who)
 	cmd.Env = append(append([]string{}, f.env...), "SSH_ORIGINAL_COMMAND="+line, "GOMAXPROCS="+strconv.Itoa(cores))
 	return cmd
 }
@@ -220,6 +228,15 @@ func (f *forge) serveJSON(ctx context.Context, who, line string, v any) error {
 		return fmt.Errorf("%s as %s: %v: %s", line, who, err, stderr.String())
 	}
 	return json.Unmarshal(out, v)
+}
+
+// rootOf is the root of the host client c's verbs go to: the hosts take
+// turns, as the API clients do over their collab-webs.
+func (f *forge) rootOf(c *client) string {
+	if i := c.i % (1 + len(f.hosts)); i > 0 {
+		return f.hosts[i-1]
+	}
+	return f.root
 }
 
 // client returns client i, making its principal (write access to bench),

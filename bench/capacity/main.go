@@ -10,6 +10,8 @@
 //	noop     the whoami verb: what every verb pays to start, open the
 //	         database and check the principal (the process-start floor)
 //	lease    lease acquire, renew, release on the client's own issue, in turn
+//	next     lease acquire --next --label queue (the oldest queued issue no
+//	         one holds, which all clients race for), then release it, in turn
 //	comment  issue comment on the client's own issue
 //	refsfor  git push of one new commit to refs/for/main (a new revision of
 //	         the client's patch each time)

@@ -49,7 +49,7 @@ func TestScaleDocQuickRun(t *testing.T) {
 		case k.rate <= 0 || k.n < 1 || k.errors != 0:
 			t.Errorf("%s: knee %+v", m, k)
 		}
-		writes := m == "lease" || m == "comment" || m == "refsfor" || m == "branch" || m == "api-comment"
+		writes := m == "lease" || m == "next" || m == "comment" || m == "refsfor" || m == "branch" || m == "api-comment"
 		if writes && k.held <= 0 {
 			t.Errorf("%s writes but its knee shows no time holding the writer lock: %+v", m, k)
 		}

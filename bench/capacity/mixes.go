@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,6 +52,32 @@ var mixes = []*mix{
 		}
 		return r
 	}},
+	{name: "next", what: "lease acquire --next --label queue (the oldest queued issue no one holds), release, in turn",
+		prepare: func(ctx context.Context, f *forge, c *client) error {
+			// Each client adds one issue to the queue, which the clients
+			// race for: apart from the issues the other mixes lease.
+			var is struct{ ID string }
+			if err := f.serveJSON(ctx, c.name, "issue new "+repo+" --title 'queued by "+c.name+"'", &is); err != nil {
+				return err
+			}
+			var labelled any
+			return f.serveJSON(ctx, c.name, "issue label "+repo+" "+is.ID+" --add queue", &labelled)
+		},
+		op: func(ctx context.Context, f *forge, c *client, cores int) result {
+			if c.claimed == "" {
+				var l struct {
+					Issue string `json:"issue_id"`
+				}
+				r := f.verbJSON(ctx, c, cores, "lease acquire "+repo+" --next --label queue --ttl 15m", &l)
+				c.claimed = l.Issue
+				return r
+			}
+			r := f.verb(ctx, c, cores, fmt.Sprintf("lease release %s %s", repo, c.claimed))
+			if r.out == ok {
+				c.claimed = ""
+			}
+			return r
+		}},
 	{name: "comment", what: "issue comment", op: func(ctx context.Context, f *forge, c *client, cores int) result {
 		c.seq++
 		return f.verb(ctx, c, cores, fmt.Sprintf("issue comment %s %s --body 'progress note %d from %s'", repo, c.issue, c.seq, c.name))
@@ -124,9 +151,18 @@ func mixNames() []string {
 
 // verb runs one SSH verb as c, as sshd's forced command would.
 func (f *forge) verb(ctx context.Context, c *client, cores int, line string) result {
-	cmd := f.serveCmd(ctx, c.name, cores, line)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	return f.verbJSON(ctx, c, cores, line, nil)
+}
+
+// verbJSON is verb with --json, its output decoded into v (nil: verb).
+// Exit 4 (nothing to claim) counts as refused.
+func (f *forge) verbJSON(ctx context.Context, c *client, cores int, line string, v any) result {
+	if v != nil {
+		line += " --json"
+	}
+	cmd := f.serveCmdAt(ctx, f.rootOf(c), c.name, cores, line)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	r := result{wall: time.Since(start), cpu: cpuOf(cmd)}
@@ -140,12 +176,17 @@ func (f *forge) verb(ctx context.Context, c *client, cores int, line string) res
 	switch code {
 	case 0:
 		r.out = ok
-	case 3:
+	case 3, 4:
 		r.out = refused
 	case 6:
 		r.out = busy
 	default:
 		r.out, r.err = failed, fmt.Sprintf("%s: exit %d: %s", line, code, strings.TrimSpace(stderr.String()))
+	}
+	if r.out == ok && v != nil {
+		if err := json.Unmarshal(stdout.Bytes(), v); err != nil {
+			r.out, r.err = failed, fmt.Sprintf("%s: %v", line, err)
+		}
 	}
 	return r
 }
