@@ -180,11 +180,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			webDB = db + "&default_query_exec_mode=cache_statement"
 		}
 		if o.bouncer {
-			b, u, err := startBouncer(ctx, c.Sock(), "bench")
+			b, u, err := pgtest.StartBouncer(ctx, c.Sock(), "bench", 20)
 			if err != nil {
 				return err
 			}
-			defer b.stop()
+			defer b.Stop()
 			db = u
 		}
 	case o.store != "sqlite":

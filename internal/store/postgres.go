@@ -466,8 +466,8 @@ func (db *DB) leadPG(ctx context.Context, name string, poll time.Duration, work 
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		if conn, ok := db.tryLock(ctx, name); ok {
-			db.holdLock(ctx, conn, poll, work)
+		if l, ok := db.tryLock(ctx, name); ok {
+			l.hold(ctx, poll, work)
 		}
 		select {
 		case <-ctx.Done():
@@ -477,39 +477,72 @@ func (db *DB) leadPG(ctx context.Context, name string, poll time.Duration, work 
 	}
 }
 
-// tryLock takes the lock named name on a new connection, which it returns
-// while the lock is held.
-func (db *DB) tryLock(ctx context.Context, name string) (*sql.Conn, bool) {
+// leadLock is the lock Lead holds: a transaction-level advisory lock in a
+// transaction kept open, not a session-level one. Through pgbouncer in
+// transaction pooling (a host whose db setting names its pgbouncer) a
+// session's lock would stay on the pooled server connection once its
+// statement ended: pgbouncer would hand that connection, lock and all, to
+// another client (a second leader) and keep it after the leader stopped
+// (no leader until pgbouncer closed it). An open transaction keeps its
+// server connection to itself, and its end, however it comes, releases
+// the lock. In READ COMMITTED it holds no snapshot between statements, so
+// it holds back no vacuum.
+type leadLock struct {
+	conn *sql.Conn
+	tx   *sql.Tx
+}
+
+// tryLock takes the lock named name in a new transaction, which it
+// returns open while the lock is held.
+func (db *DB) tryLock(ctx context.Context, name string) (*leadLock, bool) {
 	conn, err := db.w.Conn(ctx)
 	if err != nil {
 		return nil, false
 	}
-	var got bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(7368201, hashtext(?))", name).Scan(&got); err != nil || !got {
+	// Not ended by ctx: the lock is let go once work has returned (hold).
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
 		conn.Close()
 		return nil, false
 	}
-	return conn, true
+	l := &leadLock{conn: conn, tx: tx}
+	var got bool
+	if err := tx.QueryRowContext(ctx, "SELECT pg_try_advisory_xact_lock(7368201, hashtext(?))", name).Scan(&got); err != nil || !got {
+		l.release()
+		return nil, false
+	}
+	return l, true
 }
 
-// holdLock runs work until ctx ends or conn stops answering, then ends the
-// session (releasing the lock) and waits for work to return. It starts
-// work two polls after it got the lock: a leader whose session the server
-// ended (a broken connection, not a dead host) goes on until its next
-// ping fails, within a poll, and must have stopped before the next starts.
-func (db *DB) holdLock(ctx context.Context, conn *sql.Conn, poll time.Duration, work func(ctx context.Context)) {
-	defer func() {
-		// Closing a connection hands it back to the pool, where the lock
-		// would stay held: end the session instead.
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		conn.Close()
-	}()
+// release ends the transaction, and with it the lock, and the session:
+// a connection whose rollback did not get through must not go back to
+// the pool with the transaction open.
+func (l *leadLock) release() {
+	_ = l.tx.Rollback()
+	_ = l.conn.Raw(func(any) error { return driver.ErrBadConn })
+	l.conn.Close()
+}
+
+// ping checks that the lock is still held: its transaction answers.
+func (l *leadLock) ping(ctx context.Context) error {
+	_, err := l.tx.ExecContext(ctx, "SELECT 1")
+	return err
+}
+
+// hold runs work until ctx ends or the lock's transaction stops
+// answering, then releases the lock and waits for work to return. It
+// starts work two polls after it got the lock: a leader whose session the
+// server ended (a broken connection, not a dead host) goes on until its
+// next ping fails, within a poll, and must have stopped before the next
+// starts.
+func (l *leadLock) hold(ctx context.Context, poll time.Duration, work func(ctx context.Context)) {
+	defer l.release()
 	select {
 	case <-ctx.Done():
 		return
 	case <-time.After(2 * poll):
 	}
-	if err := conn.PingContext(ctx); err != nil {
+	if err := l.ping(ctx); err != nil {
 		return
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -523,7 +556,7 @@ func (db *DB) holdLock(ctx context.Context, conn *sql.Conn, poll time.Duration, 
 		case <-done:
 			cancel()
 		case <-t.C:
-			if err := conn.PingContext(wctx); err != nil && wctx.Err() == nil {
+			if err := l.ping(wctx); err != nil && wctx.Err() == nil {
 				cancel()
 			}
 		}

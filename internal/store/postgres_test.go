@@ -333,6 +333,76 @@ func TestPostgresLead(t *testing.T) {
 	}
 }
 
+// TestPostgresLeadThroughBouncer: Lead holds through pgbouncer in
+// transaction pooling, which a host's collab-web reaches the record
+// through where the db setting names the host's pgbouncer: while one
+// leads no other process gets the lock (a session's lock would have
+// stayed on the pooled server connection, which pgbouncer hands to the
+// next client), the leader's open transaction holds back no vacuum, and
+// once it stops another leads.
+func TestPostgresLeadThroughBouncer(t *testing.T) {
+	c := cluster(t)
+	direct := openPG(t, c)
+	ctx := context.Background()
+	bouncer, u, err := pgtest.StartBouncer(ctx, c.Sock(), "forge", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bouncer.Stop()
+	open := func() *DB {
+		db, err := Open(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open(), open()
+	actx, stopA := context.WithCancel(ctx)
+	defer stopA()
+	led := make(chan string, 4)
+	aDone := make(chan struct{})
+	go func() {
+		defer close(aDone)
+		a.Lead(actx, "test", time.Second, func(ctx context.Context) {
+			led <- "a"
+			<-ctx.Done()
+		})
+	}()
+	select {
+	case <-led:
+	case <-time.After(time.Minute):
+		t.Fatal("a did not lead within a minute")
+	}
+	if l, ok := b.tryLock(ctx, "test"); ok {
+		l.release()
+		t.Fatal("b took the lock while a led")
+	}
+	var pid int
+	var xmin sql.NullString
+	if err := direct.R().QueryRowContext(ctx, `SELECT l.pid, a.backend_xmin::text FROM pg_locks l
+		JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 7368201`).Scan(&pid, &xmin); err != nil {
+		t.Fatalf("the leader's lock: %v", err)
+	}
+	if xmin.Valid {
+		t.Errorf("the leader's session holds back vacuum: backend_xmin %s", xmin.String)
+	}
+	stopA()
+	<-aDone
+	bctx, stopB := context.WithCancel(ctx)
+	defer stopB()
+	go b.Lead(bctx, "test", time.Second, func(ctx context.Context) {
+		led <- "b"
+		<-ctx.Done()
+	})
+	select {
+	case <-led:
+	case <-time.After(time.Minute):
+		t.Fatal("b did not lead within a minute of a stopping")
+	}
+}
+
 // TestPostgresClock: the forge's clock on PostgreSQL is the server's, so
 // that a host whose clock is a minute off still agrees with the others on
 // when a lease expires.

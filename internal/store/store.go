@@ -296,9 +296,10 @@ func (db *DB) SetBeside(path string) { db.beside = path }
 // forge that call it with name at once: what must run once per forge
 // (webhook delivery, the sweepers) however many hosts share the record.
 // On SQLite, whose forge is one host, it is work(ctx). On PostgreSQL the
-// process that leads holds a session-level advisory lock, and the others
-// try for it every poll: where the leader's host dies its session ends,
-// the server releases the lock, and another takes over within three polls.
+// process that leads holds an advisory lock in a transaction it keeps open
+// (through pgbouncer too: leadLock), and the others try for it every
+// poll: where the leader's host dies its session ends, the server
+// releases the lock, and another takes over within three polls.
 func (db *DB) Lead(ctx context.Context, name string, poll time.Duration, work func(ctx context.Context)) {
 	if !db.pg {
 		work(ctx)

@@ -1,4 +1,4 @@
-package main
+package pgtest
 
 import (
 	"context"
@@ -14,14 +14,15 @@ import (
 	"time"
 )
 
-// bouncer is a pgbouncer in transaction pooling in front of the cluster,
+// Bouncer is a pgbouncer in transaction pooling in front of a cluster,
 // as docs/scale.md has each host run one: a collab-hook process lives for
 // one request, and without it each pays for a new server backend.
-type bouncer struct{ dir string }
+type Bouncer struct{ dir string }
 
-// startBouncer starts pgbouncer for database name of the cluster whose
-// socket is in sock, and returns the URL to give the forge.
-func startBouncer(ctx context.Context, sock, name string) (*bouncer, string, error) {
+// StartBouncer starts pgbouncer for database name of the cluster whose
+// socket is in sock, with at most pool server connections to it, and
+// returns the URL to give the forge. Stop stops it.
+func StartBouncer(ctx context.Context, sock, name string, pool int) (*Bouncer, string, error) {
 	bin, err := exec.LookPath("pgbouncer")
 	if err != nil {
 		bin = "/usr/sbin/pgbouncer"
@@ -44,12 +45,12 @@ auth_type = trust
 auth_file = %[3]s/users.txt
 pool_mode = transaction
 max_client_conn = 1000
-default_pool_size = 20
+default_pool_size = %[4]d
 ; lock_timeout goes with the pool's sessions, not a client's (docs/operations.md)
 ignore_startup_parameters = lock_timeout
 logfile = %[3]s/pgbouncer.log
 pidfile = %[3]s/pgbouncer.pid
-`, name, sock, dir)
+`, name, sock, dir, pool)
 	for f, body := range map[string]string{"pgbouncer.ini": ini, "users.txt": `"postgres" ""` + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
 			return nil, "", err
@@ -77,13 +78,13 @@ pidfile = %[3]s/pgbouncer.pid
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("pgbouncer: %v\n%s", err, out)
 	}
-	b := &bouncer{dir: dir}
+	b := &Bouncer{dir: dir}
 	for deadline := time.Now().Add(time.Minute); ; {
 		if _, err := os.Stat(filepath.Join(dir, ".s.PGSQL.6432")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.stop()
+			b.Stop()
 			return nil, "", fmt.Errorf("pgbouncer made no socket in %s", dir)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -91,7 +92,8 @@ pidfile = %[3]s/pgbouncer.pid
 	return b, "postgres://postgres@/" + name + "?host=" + url.QueryEscape(dir) + "&port=6432", nil
 }
 
-func (b *bouncer) stop() {
+// Stop stops pgbouncer and removes its directory.
+func (b *Bouncer) Stop() {
 	defer os.RemoveAll(b.dir)
 	pid, err := os.ReadFile(filepath.Join(b.dir, "pgbouncer.pid"))
 	if err != nil {
