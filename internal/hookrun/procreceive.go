@@ -69,7 +69,7 @@ func procReceive(ctx context.Context, in io.Reader, out io.Writer, receive func(
 // git prints it to the pusher as it is.
 func ReportLines(r ops.Report) []string {
 	if r.NG != "" {
-		return []string{"ng " + r.Ref + " " + text.Show(strings.Join(strings.Fields(r.NG), " "))}
+		return []string{"ng " + r.Ref + " " + text.Line(r.NG)}
 	}
 	lines := []string{"ok " + r.Ref, "option refname " + r.Refname, "option old-oid " + r.Old, "option new-oid " + r.New}
 	if r.Forced {

@@ -99,7 +99,7 @@ func (f *testForge) procReceive(ref, oid string, opts ...string) []string {
 	var lines []string
 	for _, r := range reps {
 		if r.NG != "" {
-			lines = append(lines, "ng "+r.Ref+" "+text.Show(strings.Join(strings.Fields(r.NG), " ")))
+			lines = append(lines, "ng "+r.Ref+" "+text.Line(r.NG))
 			continue
 		}
 		lines = append(lines, "ok "+r.Ref, "option refname "+r.Refname, "option old-oid "+r.Old, "option new-oid "+r.New)

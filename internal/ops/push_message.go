@@ -66,7 +66,7 @@ func CheckTip(c git.Commit, maxMessage int64) error {
 // refused); Body is the rest without the final trailer paragraph.
 func Subject(msg string) string {
 	para, _, _ := strings.Cut(strings.TrimLeft(strings.ReplaceAll(msg, "\r\n", "\n"), "\n"), "\n\n")
-	s := text.Show(strings.Join(strings.Fields(para), " "))
+	s := text.Line(para)
 	if len(s) > pushcheck.MaxTitle {
 		s = strings.ToValidUTF8(s[:pushcheck.MaxTitle], "")
 	}
