@@ -18,10 +18,11 @@ import (
 // binDir holds the binaries built once for all scripts.
 var binDir string
 
-// goEnv is the runner's Go build and module caches, which a script that
-// builds Go as a doc shows (a bot's `go build`) shares: its own HOME would
-// otherwise start an empty cache and compile the standard library again.
-var goEnv []string
+// goCache and goModCache are the runner's Go build and module caches,
+// which a script that builds Go as a doc shows (a bot's `go build`)
+// shares: its own HOME would otherwise start an empty cache and compile
+// the standard library again.
+var goCache, goModCache string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "collab-bin-")
@@ -37,9 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "go env:", err)
 		os.Exit(1)
 	}
-	if f := strings.Fields(string(out)); len(f) == 2 {
-		goEnv = []string{"GOCACHE=" + f[0], "GOMODCACHE=" + f[1]}
-	}
+	goCache, goModCache, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
 	// As make build: collab-web and collab-hook-pg with the PostgreSQL store.
 	for _, b := range []struct{ name, cmd, tags string }{
 		{"collab-hook", "collab-hook", "urfave_cli_no_docs"},
@@ -138,10 +137,8 @@ func setup(t *testing.T, e *testscript.Env) error {
 	e.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	e.Setenv("TZ", "UTC")
 	e.Setenv("TRANSPORT", "ssh")
-	for _, kv := range goEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		e.Setenv(k, v)
-	}
+	e.Setenv("GOCACHE", goCache)
+	e.Setenv("GOMODCACHE", goModCache)
 	// Where git goes: until sshd-start points it at a real sshd, through
 	// each principal's stand-in for ssh (git-as, ssh-use), which runs the
 	// forced command as sshd would.

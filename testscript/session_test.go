@@ -725,7 +725,7 @@ var scriptEnv = []string{
 	"GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "SSH_PORT", "SSH_URL", "WEB_URL",
 	"COLLAB_URL", "COLLAB_PRINCIPAL", "COLLAB_JOURNAL_SOCKET", "COLLAB_MERGE_SCAN_BUDGET",
 	"COLLAB_TOKEN",          // docs/web.md's agent keeps its token there
-	"GOCACHE", "GOMODCACHE", // the runner's, for a doc's go build (goEnv)
+	"GOCACHE", "GOMODCACHE", // the runner's, for a doc's go build (goCache)
 }
 
 func scriptEnviron(ts *testscript.TestScript) []string {

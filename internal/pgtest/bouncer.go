@@ -3,7 +3,6 @@ package pgtest
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -89,7 +88,7 @@ pidfile = %[3]s/pgbouncer.pid
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return b, "postgres://postgres@/" + name + "?host=" + url.QueryEscape(dir) + "&port=6432", nil
+	return b, BaseURL(dir, name) + "&port=6432", nil
 }
 
 // Stop stops pgbouncer and removes its directory.

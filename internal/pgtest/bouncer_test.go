@@ -4,40 +4,36 @@ package pgtest_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/collab-forge/collab/internal/buildtest"
-	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // TestBackupThroughBouncer: a forge whose db setting names the host's
-// pgbouncer (transaction pooling), as docs/operations.md has it, is
-// backed up as it is (pg_dump sets session parameters before its
-// transaction, which pgbouncer does not keep from one transaction to the
-// next), and the backup restores to a forge that holds its issue and that
-// fsck finds sound.
+// pgbouncer (transaction pooling), as docs/operations.md has it, takes an
+// issue and a patch pushed through the forced command (its hooks reach
+// the record through pgbouncer too), and is backed up as it is (pg_dump
+// sets session parameters before its transaction, which pgbouncer does
+// not keep from one transaction to the next). The backup restores to a
+// forge that holds the issue and the patch and that fsck finds sound.
 func TestBackupThroughBouncer(t *testing.T) {
 	ctx := context.Background()
-	c := pgtest.ForTest(t)
-	if _, err := c.CreateDB(ctx, "forge"); err != nil {
-		t.Fatal(err)
-	}
-	spare, err := c.CreateDB(ctx, "spare")
+	f := newPGForge(t)
+	spare, err := f.c.CreateDB(ctx, "spare")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, via, err := pgtest.StartBouncer(ctx, c.Sock(), "forge", 4)
+	b, via, err := pgtest.StartBouncer(ctx, f.c.Sock(), "forge", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Stop()
-	f := &pgForge{t: t, url: via, dir: t.TempDir()}
-	buildtest.Build(t, "../../cmd/collab-hook", f.bin(), "urfave_cli_no_docs")
-	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(f.dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
 
 	root := filepath.Join(t.TempDir(), "root")
 	f.must(root, nil, "init", "--db", via)
@@ -45,19 +41,51 @@ func TestBackupThroughBouncer(t *testing.T) {
 	f.must(root, nil, "user", "add", "alice")
 	f.must(root, nil, "grant", "alice", "demo", "write")
 	out, code := f.as(root, "alice", "issue new demo --title 'kept through pgbouncer'")
-	id := regexp.MustCompile(`[0-9a-f]{40}`).FindString(out)
-	if code != 0 || id == "" {
+	issue := regexp.MustCompile(`[0-9a-f]{40}`).FindString(out)
+	if code != 0 || issue == "" {
 		t.Fatalf("issue new: exit %d\n%s", code, out)
 	}
+	f.pushAs(root, "alice", "HEAD:main", "init")
+	f.pushAs(root, "alice", "HEAD:refs/for/main", "Kept through pgbouncer\n\nPatch: 5eed5eed5eed5eed")
+
 	dir := filepath.Join(t.TempDir(), "backup")
 	f.must(root, nil, "backup", dir)
-
 	restored := filepath.Join(t.TempDir(), "restored")
 	f.must(restored, nil, "restore", "--db", spare, dir)
 	if out := f.must(restored, nil, "fsck"); !strings.Contains(out, "0 problems") {
 		t.Errorf("fsck of the restored forge:\n%s", out)
 	}
-	if out, code := f.as(restored, "alice", "issue list demo"); code != 0 || !strings.Contains(out, id) {
+	if out, code := f.as(restored, "alice", "issue list demo"); code != 0 || !strings.Contains(out, issue) {
 		t.Errorf("issue list on the restored forge: exit %d\n%s", code, out)
 	}
+	if out, code := f.as(restored, "alice", "patch list demo"); code != 0 || !strings.Contains(out, "Kept through pgbouncer") {
+		t.Errorf("patch list on the restored forge: exit %d\n%s", code, out)
+	}
+}
+
+// pushAs commits msg in a clone of root's demo kept beside it and pushes
+// it to ref as who, through the forced command (serve --as) as sshd would
+// run it: a stand-in for ssh hands git's command to it.
+func (f *pgForge) pushAs(root, who, ref, msg string) {
+	f.t.Helper()
+	work := root + ".work"
+	transport := root + ".ssh-" + who
+	script := fmt.Sprintf("#!/bin/sh\nfor last; do :; done\nSSH_ORIGINAL_COMMAND=$last exec %s --root %s serve --as %s\n", f.bin(), root, who)
+	if err := os.WriteFile(transport, []byte(script), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	git := func(args ...string) {
+		f.t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_SSH_COMMAND="+transport, "GIT_SSH_VARIANT=ssh", "GIT_CONFIG_NOSYSTEM=1", "HOME="+f.dir,
+			"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if _, err := os.Stat(work); err != nil {
+		git("init", "-q", "-b", "main", work)
+	}
+	git("-C", work, "commit", "-q", "--allow-empty", "-m", msg)
+	git("-C", work, "push", "-q", "ssh://forge/demo.git", ref)
 }

@@ -39,16 +39,18 @@ import (
 // collab-web with it.
 type pgForge struct {
 	t        *testing.T
+	c        *pgtest.Cluster
 	url, dir string
 }
 
 func newPGForge(t *testing.T) *pgForge {
 	t.Helper()
-	url, err := pgtest.ForTest(t).CreateDB(context.Background(), "forge")
+	c := pgtest.ForTest(t)
+	url, err := c.CreateDB(context.Background(), "forge")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &pgForge{t: t, url: url, dir: t.TempDir()}
+	f := &pgForge{t: t, c: c, url: url, dir: t.TempDir()}
 	buildtest.Build(t, "../../cmd/collab-hook", f.bin(), "urfave_cli_no_docs")
 	buildtest.Build(t, "../../cmd/collab-hook", filepath.Join(f.dir, layout.PostgresBinary), "urfave_cli_no_docs,postgres")
 	buildtest.Build(t, "../../cmd/collab-web", filepath.Join(f.dir, "collab-web"), "urfave_cli_no_docs,postgres")

@@ -2,7 +2,8 @@
 // postgresql binaries, a data directory and socket in a temporary
 // directory, trust authentication, no TCP port (RECIPES.md). PostgreSQL
 // refuses to run as root, so under root the cluster runs as the postgres
-// user (Debian's package makes it).
+// user (Debian's package makes it). StartBouncer puts a pgbouncer in
+// transaction pooling in front of it, as each forge host runs one.
 package pgtest
 
 import (

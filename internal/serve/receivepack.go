@@ -110,6 +110,7 @@ func (p *push) close() {
 func (p *push) fail(err error) int {
 	if p.g != nil {
 		p.g.stop()
+		p.g = nil
 	}
 	return p.refuse(err)
 }

@@ -500,7 +500,7 @@ func (db *DB) tryLock(ctx context.Context, name string) (*leadLock, bool) {
 		return nil, false
 	}
 	// Not ended by ctx: the lock is let go once work has returned (hold).
-	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		conn.Close()
 		return nil, false
