@@ -64,28 +64,52 @@ func TestBackupThroughBouncer(t *testing.T) {
 }
 
 // pushAs commits msg in a clone of root's demo kept beside it and pushes
-// it to ref as who, through the forced command (serve --as) as sshd would
-// run it: a stand-in for ssh hands git's command to it.
+// it to ref as who, failing the test unless the push is taken.
 func (f *pgForge) pushAs(root, who, ref, msg string) {
 	f.t.Helper()
+	if _, out, err := f.push(root, who, ref, msg, false); err != nil {
+		f.t.Fatalf("push %s: %v\n%s", ref, err, out)
+	}
+}
+
+// push commits msg in a clone of root's demo kept beside it and pushes it
+// to ref as who, through the forced command (serve --as) as sshd would run
+// it: a stand-in for ssh hands git's command to it. With amend the commit
+// replaces the last one (a patch's next revision). It returns the commit
+// and, when the push failed, git's output and error.
+func (f *pgForge) push(root, who, ref, msg string, amend bool) (oid, out string, err error) {
 	work := root + ".work"
 	transport := root + ".ssh-" + who
 	script := fmt.Sprintf("#!/bin/sh\nfor last; do :; done\nSSH_ORIGINAL_COMMAND=$last exec %s --root %s serve --as %s\n", f.bin(), root, who)
 	if err := os.WriteFile(transport, []byte(script), 0o755); err != nil {
-		f.t.Fatal(err)
+		return "", "", err
 	}
-	git := func(args ...string) {
-		f.t.Helper()
+	git := func(args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
 		cmd.Env = append(os.Environ(), "GIT_SSH_COMMAND="+transport, "GIT_SSH_VARIANT=ssh", "GIT_CONFIG_NOSYSTEM=1", "HOME="+f.dir,
 			"GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 		}
+		return string(out), err
 	}
 	if _, err := os.Stat(work); err != nil {
-		git("init", "-q", "-b", "main", work)
+		if out, err := git("init", "-q", "-b", "main", work); err != nil {
+			return "", out, err
+		}
 	}
-	git("-C", work, "commit", "-q", "--allow-empty", "-m", msg)
-	git("-C", work, "push", "-q", "ssh://forge/demo.git", ref)
+	commit := []string{"-C", work, "commit", "-q", "--allow-empty", "-m", msg}
+	if amend {
+		commit = append(commit, "--amend")
+	}
+	if out, err := git(commit...); err != nil {
+		return "", out, err
+	}
+	if out, err = git("-C", work, "rev-parse", "HEAD"); err != nil {
+		return "", out, err
+	}
+	oid = strings.TrimSpace(out)
+	out, err = git("-C", work, "push", "-q", "ssh://forge/demo.git", ref)
+	return oid, out, err
 }

@@ -151,14 +151,17 @@ type rebinding struct{ driver.Connector }
 func (c rebinding) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, classifyPG(err)
 	}
 	return rebindConn{conn.(*stdlib.Conn)}, nil
 }
 
 // rebindConn is a pgx connection that rewrites each statement's
-// placeholders (Rebind); the rest of what database/sql asks of it, the
-// embedded connection answers.
+// placeholders (Rebind), and classifies its errors (classifyPG) where they
+// leave the driver, so that a lost server is "try again later" for every
+// query, not only for Write's: the reads that sit on R() (a token's
+// lookup, the settings) meet a stopped server first. The rest of what
+// database/sql asks of it, the embedded connection answers.
 type rebindConn struct{ *stdlib.Conn }
 
 func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
@@ -168,28 +171,37 @@ func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
 func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	st, err := c.Conn.PrepareContext(ctx, Rebind(query))
 	if err != nil {
-		return nil, err
+		return nil, classifyPG(err)
 	}
 	return boolStmt{st.(*stdlib.Stmt)}, nil
+}
+
+func (c rebindConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.Conn.BeginTx(ctx, opts)
+	return tx, classifyPG(err)
 }
 
 // boolStmt is a prepared statement that passes bools as intBools does.
 type boolStmt struct{ *stdlib.Stmt }
 
 func (s boolStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	return s.Stmt.ExecContext(ctx, intBools(args))
+	r, err := s.Stmt.ExecContext(ctx, intBools(args))
+	return r, classifyPG(err)
 }
 
 func (s boolStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.Stmt.QueryContext(ctx, intBools(args))
+	rows, err := s.Stmt.QueryContext(ctx, intBools(args))
+	return rows, classifyPG(err)
 }
 
 func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, Rebind(query), intBools(args))
+	r, err := c.Conn.ExecContext(ctx, Rebind(query), intBools(args))
+	return r, classifyPG(err)
 }
 
 func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, Rebind(query), intBools(args))
+	rows, err := c.Conn.QueryContext(ctx, Rebind(query), intBools(args))
+	return rows, classifyPG(err)
 }
 
 // intBools passes a Go bool as 0 or 1: the schema keeps SQLite's integer

@@ -189,9 +189,9 @@ func race(t *testing.T, db *DB) int {
 	return int(retries.Load())
 }
 
-// TestPostgresDown: with the server stopped, a write is "try again later"
-// (exit 6 / 503) and changes nothing; once it is back the same handle
-// writes again.
+// TestPostgresDown: with the server stopped, a write, and a read on the
+// pool, are "try again later" (exit 6 / 503), and the write changes
+// nothing; once it is back the same handle writes again.
 func TestPostgresDown(t *testing.T) {
 	c := cluster(t)
 	db := openPG(t, c)
@@ -208,6 +208,11 @@ func TestPostgresDown(t *testing.T) {
 	err := write("b")
 	if fault.KindOf(err) != fault.Unavailable {
 		t.Errorf("write with the server down = %v (%v), want unavailable", err, fault.KindOf(err))
+	}
+	// A read straight on the pool, as a token's lookup is, meets the
+	// stopped server as well.
+	if _, err := ReadSettings(ctx, db.R()); fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("read with the server down = %v (%v), want unavailable", err, fault.KindOf(err))
 	}
 	if err := c.Up(ctx); err != nil {
 		t.Fatal(err)
