@@ -26,13 +26,6 @@ import (
 	"github.com/collab-forge/collab/internal/pgtest"
 )
 
-// TestForgeOnPostgres: a forge whose record is on PostgreSQL, driven as
-// sshd drives it (collab-hook serve --as NAME with SSH_ORIGINAL_COMMAND),
-// collab-hook handing each run to collab-hook-pg:
-// init --db refuses a bad URL (exit 2) and an unreachable server (exit 6)
-// leaving nothing behind; then an issue filed by one principal is read by
-// another, and 32 agents racing for its lease leave one holder, the rest
-// told exit 3 (none exit 1).
 // pgForge is what these tests share: a throwaway cluster holding the empty
 // database forge, and make build's programs in dir: collab-hook without
 // the driver, which hands a run to collab-hook-pg beside it, and
@@ -92,9 +85,28 @@ func (f *pgForge) as(root, who, verb string) (string, int) {
 	return f.run(root, []string{"SSH_ORIGINAL_COMMAND=" + verb}, "serve", "--as", who)
 }
 
+// TestForgeOnPostgres: a forge whose record is on PostgreSQL, driven as
+// sshd drives it (collab-hook serve --as NAME with SSH_ORIGINAL_COMMAND),
+// collab-hook handing each run to collab-hook-pg:
+// init --db refuses a bad URL (exit 2) and an unreachable server (exit 6)
+// leaving nothing behind; then an issue filed by one principal is read by
+// another, and 64 agents racing for its lease leave one holder, the rest
+// told exit 3 (none exit 1), with writers one at a time (the default) and
+// with concurrent SERIALIZABLE writers, where the racers' serialization
+// failures are run again inside the store.
 func TestForgeOnPostgres(t *testing.T) {
 	f := newPGForge(t)
-	url := f.url
+	t.Run("serial", func(t *testing.T) { leaseRace(t, f, f.url) })
+	url, err := f.c.CreateDB(context.Background(), "serializable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("serializable", func(t *testing.T) { leaseRace(t, f, url+"&collab_writers=serializable") })
+}
+
+func leaseRace(t *testing.T, parent *pgForge, url string) {
+	f := *parent
+	f.t = t
 	root := filepath.Join(t.TempDir(), "root")
 	run := func(env []string, args ...string) (string, int) { return f.run(root, env, args...) }
 	as := func(who, verb string) (string, int) { return f.as(root, who, verb) }
@@ -140,8 +152,8 @@ func TestForgeOnPostgres(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	codes := make(chan string, 32)
-	for n := range 32 {
+	codes := make(chan string, 64)
+	for n := range 64 {
 		who := []string{"alice", "bob"}[n%2]
 		wg.Add(1)
 		go func() {
