@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,14 +28,28 @@ import (
 // Once it is back the same writes succeed without restarting anything,
 // and nothing is lost or doubled: every comment whose writer was told it
 // was written is on the issue, every pushed revision is pinned, revision
-// numbers run 1..n with no gap or repeat, and fsck finds nothing to mend.
+// numbers run 1..n with no gap or repeat, fsck finds nothing to mend, and
+// collab-web, whose delivery lost its lead with its session, leads again
+// and delivers every comment's event to a webhook.
 func TestForgeWhilePostgresStops(t *testing.T) {
 	ctx := context.Background()
 	f := newPGForge(t)
 	root := filepath.Join(t.TempDir(), "root")
 	f.must(root, nil, "init", "--db", f.url)
+	var hooked sync.Map // the comment bodies whose issue.commented reached the webhook
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev struct {
+			Event string
+			Data  struct{ Body string }
+		}
+		if json.NewDecoder(r.Body).Decode(&ev) == nil && ev.Event == "issue.commented" {
+			hooked.Store(ev.Data.Body, true)
+		}
+	}))
+	defer recv.Close()
 	for _, args := range [][]string{
 		{"repo", "create", "demo"}, {"user", "add", "alice"}, {"grant", "alice", "demo", "write"},
+		{"webhook", "add", recv.URL},
 	} {
 		f.must(root, nil, args...)
 	}
@@ -194,6 +209,17 @@ func TestForgeWhilePostgresStops(t *testing.T) {
 	if out := f.must(root, nil, "fsck", "--dry-run"); !strings.Contains(out, "0 problems") {
 		t.Errorf("fsck after the outage:\n%s", out)
 	}
+	// collab-web's delivery lost its lead with the server's sessions; it
+	// leads again and delivers every comment, those of the outage's eve
+	// included (at least once).
+	waitFor(t, "every comment's webhook", func() bool {
+		for _, body := range append(written, "after") {
+			if _, ok := hooked.Load(body); !ok {
+				return false
+			}
+		}
+		return true
+	})
 	if t.Failed() {
 		if b, err := os.ReadFile(filepath.Join(root, "log", "collab-hook.log")); err == nil {
 			t.Logf("collab-hook.log:\n%s", b)
