@@ -45,6 +45,9 @@ auth_file = %[3]s/users.txt
 pool_mode = transaction
 max_client_conn = 1000
 default_pool_size = %[4]d
+; after a failed server login pgbouncer refuses every client for this long
+; before it tries again (default 15 s; docs/operations.md)
+server_login_retry = 1
 ; lock_timeout goes with the pool's sessions, not a client's (docs/operations.md)
 ignore_startup_parameters = lock_timeout
 logfile = %[3]s/pgbouncer.log

@@ -17,6 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // TestForgeWhilePostgresStops: the record's server stops (pg_ctl's fast
@@ -31,11 +34,31 @@ import (
 // numbers run 1..n with no gap or repeat, fsck finds nothing to mend, and
 // collab-web, whose delivery lost its lead with its session, leads again
 // and delivers every comment's event to a webhook.
+//
+// It runs twice: with the root's db setting naming the server, and naming
+// the host's pgbouncer (transaction pooling), as docs/operations.md has
+// it, whose pooled server connections the stop ends under it.
 func TestForgeWhilePostgresStops(t *testing.T) {
-	ctx := context.Background()
 	f := newPGForge(t)
+	t.Run("direct", func(t *testing.T) { outage(t, f, f.url) })
+	ctx := context.Background()
+	if _, err := f.c.CreateDB(ctx, "pooled"); err != nil {
+		t.Fatal(err)
+	}
+	b, via, err := pgtest.StartBouncer(ctx, f.c.Sock(), "pooled", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	t.Run("pgbouncer", func(t *testing.T) { outage(t, f, via) })
+}
+
+func outage(t *testing.T, parent *pgForge, db string) {
+	ctx := context.Background()
+	f := *parent
+	f.t = t
 	root := filepath.Join(t.TempDir(), "root")
-	f.must(root, nil, "init", "--db", f.url)
+	f.must(root, nil, "init", "--db", db)
 	var hooked sync.Map // the comment bodies whose issue.commented reached the webhook
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ev struct {
@@ -165,7 +188,9 @@ func TestForgeWhilePostgresStops(t *testing.T) {
 	if err := f.c.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
-	u, p := up.Load(), pushedUp.Load()
+	u, p, back := up.Load(), pushedUp.Load(), time.Now()
+	waitFor(t, "a write once the server is back", func() bool { return up.Load() > u })
+	t.Logf("first write %v after the server was back", time.Since(back).Round(time.Millisecond))
 	waitFor(t, "writes once the server is back", func() bool { return up.Load() >= u+4 && pushedUp.Load() >= p+1 })
 	waitFor(t, "an API comment once the server is back", func() bool { return apiComment("after").StatusCode == http.StatusCreated })
 	stop.Store(true)
