@@ -8,6 +8,7 @@ package testscript
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -23,6 +24,8 @@ import (
 	"time"
 
 	"github.com/collab-forge/collab/internal/hookdir"
+	"github.com/collab-forge/collab/internal/layout"
+	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // crashForge is a forge root driven through serve.
@@ -33,17 +36,25 @@ type crashForge struct {
 	sshW  string // the GIT_SSH_COMMAND stand-in
 	hook  string // collab-hook's path
 	webLg string
+	// pg is the record's URL when it is on PostgreSQL; runs is the
+	// program the forge's processes then run (collab-hook-pg), else hook.
+	pg, runs string
 }
 
 func newCrashForge(t *testing.T, root string) *crashForge {
 	t.Helper()
-	return newCrashForgeWith(t, root, filepath.Join(binDir, "collab-hook"))
+	return newCrashForgeWith(t, root, filepath.Join(binDir, "collab-hook"), "")
 }
 
-// newCrashForgeWith is newCrashForge run by the collab-hook at hook.
-func newCrashForgeWith(t *testing.T, root, hook string) *crashForge {
+// newCrashForgeWith is newCrashForge run by the collab-hook at hook, with
+// the record on the PostgreSQL database at pg unless it is "".
+func newCrashForgeWith(t *testing.T, root, hook, pg string) *crashForge {
 	t.Helper()
-	f := &crashForge{t: t, root: root, home: t.TempDir(), hook: hook}
+	f := &crashForge{t: t, root: root, home: t.TempDir(), hook: hook, pg: pg, runs: hook}
+	if pg != "" {
+		f.run("", f.hook, "--root", root, "init", "--db", pg)
+		f.runs = filepath.Join(filepath.Dir(hook), layout.PostgresBinary)
+	}
 	f.run("", f.hook, "--root", root, "init", "--url", "http://forge.test")
 	f.run("", f.hook, "--root", root, "repo", "create", "demo")
 	f.run("", f.hook, "--root", root, "user", "add", "alice")
@@ -84,6 +95,9 @@ func (f *crashForge) run(dir string, name string, args ...string) string {
 
 func (f *crashForge) sql(q string) string {
 	f.t.Helper()
+	if f.pg != "" {
+		return f.run("", "psql", "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", f.pg, "-c", q)
+	}
 	return f.run("", "sqlite3", filepath.Join(f.root, "collab.db"), q)
 }
 
@@ -213,7 +227,32 @@ func TestKillPushes(t *testing.T) {
 	if ops <= 0 {
 		t.Skip("COLLAB_KILLTEST_OPS=0")
 	}
-	f := newCrashForge(t, filepath.Join(t.TempDir(), "root"))
+	killPushes(t, newCrashForge(t, filepath.Join(t.TempDir(), "root")), ops)
+}
+
+// TestKillPushesPostgres is TestKillPushes on a forge whose record is on
+// PostgreSQL, where a killed hook's transaction ends with its connection
+// (the server rolls it back) rather than with a file lock:
+// COLLAB_KILLTEST_PG_OPS sizes it (default 120; 0 skips).
+func TestKillPushesPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	ops := 120
+	if v := os.Getenv("COLLAB_KILLTEST_PG_OPS"); v != "" {
+		ops, _ = strconv.Atoi(v)
+	}
+	if ops <= 0 {
+		t.Skip("COLLAB_KILLTEST_PG_OPS=0")
+	}
+	url, err := pgtest.ForTest(t).CreateDB(context.Background(), "kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	killPushes(t, newCrashForgeWith(t, filepath.Join(t.TempDir(), "root"), filepath.Join(binDir, "collab-hook"), url), ops)
+}
+
+func killPushes(t *testing.T, f *crashForge, ops int) {
 	repoURL := "ssh://git@forge/demo.git"
 	const workers = 3
 	seed := uint64(time.Now().UnixNano())
@@ -259,7 +298,7 @@ func TestKillPushes(t *testing.T) {
 		maxGap = v
 	}
 	t.Logf("kills at most %d ms apart", maxGap)
-	go func() { defer kwg.Done(); killer(f.root, f.hook, stop, &kills, &directKills, seed, maxGap) }()
+	go func() { defer kwg.Done(); killer(f.root, f.runs, stop, &kills, &directKills, seed, maxGap) }()
 
 	// push retries a push until it goes through; a failure that is a
 	// refusal by collab (not a kill) is recorded.
@@ -383,7 +422,7 @@ func TestKillPushes(t *testing.T) {
 	// No fsck: the sweep alone makes the forge consistent.
 	f.fsckClean(2 * time.Minute)
 	for id, p := range all {
-		revs := f.sql("SELECT group_concat(commit_oid, ' ') FROM (SELECT commit_oid FROM revisions WHERE patch_id = '" + id + "' ORDER BY number)")
+		revs := f.sql("SELECT group_concat(commit_oid, ' ') FROM (SELECT commit_oid FROM revisions WHERE patch_id = '" + id + "' ORDER BY number) AS r")
 		if revs != strings.Join(p.revs, " ") {
 			t.Errorf("patch %s: revisions %s, want %s (push order)", id, revs, strings.Join(p.revs, " "))
 		}

@@ -185,7 +185,7 @@ func TestSubmitCrash(t *testing.T) {
 	}
 	for _, repair := range []string{"next push", "sweep", "fsck"} {
 		t.Run(repair, func(t *testing.T) {
-			f := newCrashForgeWith(t, filepath.Join(t.TempDir(), "root"), crashHook)
+			f := newCrashForgeWith(t, filepath.Join(t.TempDir(), "root"), crashHook, "")
 			dir := gateClient(t, f)
 			id := pushPatch(t, f, dir, 1, "a.txt", "a\n")
 			_, errb, code := f.verb("patch submit demo "+id+" --strategy squash", "COLLAB_TEST_SUBMIT_CRASH=after-move")
