@@ -28,7 +28,7 @@ var onPostgres = []string{
 // postgresOnly are the scenarios in postgres/ that only a record on
 // PostgreSQL has: TestScriptsPostgres runs them over ssh, each given a
 // second empty database, $PGSPARE.
-var postgresOnly = []string{"backup_restore", "two_hosts_keys"}
+var postgresOnly = []string{"backup_restore", "db_override", "two_hosts_keys"}
 
 // TestScriptsPostgres runs onPostgres on a forge whose root was made with
 // init --db: every collab-hook hands its run to collab-hook-pg, and

@@ -63,9 +63,9 @@ func checkPostgresURL(loc string) error {
 const pgMaxRetries = 64
 
 // openPostgres opens the database at loc with a pool of at most conns
-// connections, checks that it answers and, when migrate is set, brings its
-// schema up to date.
-func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB, error) {
+// connections, checks that it answers, and does to its schema what mode
+// says.
+func openPostgres(ctx context.Context, loc string, conns int, mode schemaMode) (*DB, error) {
 	if err := CheckURL(loc); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func openPostgres(ctx context.Context, loc string, conns int, migrate bool) (*DB
 	p := sql.OpenDB(rebinding{stdlib.GetConnector(*cfg)})
 	p.SetMaxOpenConns(conns)
 	p.SetMaxIdleConns(min(conns, 4))
-	return finishPG(ctx, &DB{path: Redact(loc), w: p, r: p, pg: true, serial: serial}, migrate)
+	return finishPG(ctx, &DB{path: Redact(loc), w: p, r: p, pg: true, serial: serial}, mode)
 }
 
 // writersParam is the URL parameter that chooses how writers meet:
@@ -124,21 +124,23 @@ func writersOf(loc string) (string, bool, error) {
 // writers); migrations hold (7368201, 0) and events (7368201, 1).
 const serialWriters = "SELECT pg_advisory_xact_lock(7368201, 2)"
 
-// finishPG checks that db answers, measures its clock and, when migrate is
-// set, brings its schema up to date.
-func finishPG(ctx context.Context, db *DB, migrate bool) (*DB, error) {
-	p := db.w
+// finishPG checks that db answers, measures its clock and does to its
+// schema what mode says.
+func finishPG(ctx context.Context, db *DB, mode schemaMode) (*DB, error) {
 	if err := db.measureSkew(ctx); err != nil {
-		p.Close()
+		db.w.Close()
 		return nil, db.classify(fmt.Errorf("connect to %s: %w", db.path, err))
 	}
-	if migrate {
-		if err := db.migratePG(ctx); err != nil {
-			p.Close()
-			return nil, err
-		}
-	} else if _, _, err := db.versionPG(ctx, db.r); err != nil {
-		p.Close()
+	have, known, err := db.versionPG(ctx, db.r)
+	switch {
+	case err != nil:
+	case have == 0 && mode == schemaExisting:
+		err = fmt.Errorf("no forge record in %s (run collab-hook init --db?)", db.path)
+	case have < known && mode != schemaAsIs:
+		err = db.migratePG(ctx, have, known)
+	}
+	if err != nil {
+		db.w.Close()
 		return nil, err
 	}
 	return db, nil
@@ -399,10 +401,9 @@ func classifyPG(err error) error {
 // one transaction under an advisory lock. READ COMMITTED, not Write's
 // SERIALIZABLE: a snapshot taken before the lock was granted would not see
 // the steps that the process holding it applied.
-func (db *DB) migratePG(ctx context.Context) error {
-	have, known, err := db.versionPG(ctx, db.r)
-	if err != nil || have >= known {
-		return err
+func (db *DB) migratePG(ctx context.Context, have, known int) error {
+	if have >= known {
+		return nil
 	}
 	steps, err := dbfile.Migrations(collab.PostgresSchema)
 	if err != nil {

@@ -22,15 +22,13 @@ var errNoPostgres = fault.New(fault.Usage, "this binary links no PostgreSQL driv
 
 func checkPostgresURL(string) error { return nil }
 
-func openPostgres(context.Context, string, int, bool) (*DB, error) { return nil, errNoPostgres }
+func openPostgres(context.Context, string, int, schemaMode) (*DB, error) { return nil, errNoPostgres }
 
 func (db *DB) writePG(context.Context, time.Duration, func(*sql.Tx) error) error {
 	return errNoPostgres
 }
 
 func (db *DB) readPG(context.Context, func(*sql.Tx) error) error { return errNoPostgres }
-
-func (db *DB) migratePG(context.Context) error { return errNoPostgres }
 
 func (db *DB) versionPG(context.Context, Querier) (int, int, error) { return 0, 0, errNoPostgres }
 

@@ -226,6 +226,47 @@ func TestPostgresDown(t *testing.T) {
 	}
 }
 
+// TestPostgresOpenExisting: the opens for a forge's existing record
+// refuse a database that holds none, and give it no schema; Open (init's)
+// makes the record, which they then open.
+func TestPostgresOpenExisting(t *testing.T) {
+	c := cluster(t)
+	ctx := context.Background()
+	u, err := c.CreateDB(ctx, "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func(context.Context, string) (*DB, error){"OpenExisting": OpenExisting, "OpenShort": OpenShort} {
+		if db, err := open(ctx, u); err == nil || !strings.Contains(err.Error(), "no forge record") {
+			t.Errorf("%s of an empty database = %v; want no forge record", name, err)
+			if db != nil {
+				db.Close()
+			}
+		}
+	}
+	db, err := OpenNoMigrate(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, _, err := db.versionPG(ctx, db.R()); have != 0 || err != nil {
+		t.Errorf("after the refused opens the database has schema version %d (%v); want none", have, err)
+	}
+	db.Close()
+	db, err = Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for name, open := range map[string]func(context.Context, string) (*DB, error){"OpenExisting": OpenExisting, "OpenShort": OpenShort} {
+		db, err := open(ctx, u)
+		if err != nil {
+			t.Errorf("%s of the record init made: %v", name, err)
+			continue
+		}
+		db.Close()
+	}
+}
+
 // TestPostgresUnreachable: a URL whose server does not answer is refused
 // in one line as "try again later", and nothing is made.
 func TestPostgresUnreachable(t *testing.T) {

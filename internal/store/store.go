@@ -110,7 +110,7 @@ func dsn(path string, txlock string, immutable bool) string {
 // mode of the database file.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if IsURL(path) {
-		return openPostgres(ctx, path, 8, true)
+		return openPostgres(ctx, path, 8, schemaCreate)
 	}
 	if err := create(path); err != nil {
 		return nil, err
@@ -125,6 +125,20 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	return db, nil
 }
+
+// schemaMode is what opening a record on PostgreSQL does to its schema.
+type schemaMode int
+
+const (
+	// schemaCreate makes the schema in an empty database, or brings it up
+	// to date (init, and the moves into an empty database).
+	schemaCreate schemaMode = iota
+	// schemaExisting brings a forge's record up to date, and refuses a
+	// database that holds none.
+	schemaExisting
+	// schemaAsIs leaves the schema as it is.
+	schemaAsIs
+)
 
 // FileMode is the mode of the database file (and so of its -wal and -shm).
 const FileMode = 0o640
@@ -153,7 +167,7 @@ func create(path string) error {
 // read transaction.
 func OpenShort(ctx context.Context, path string) (*DB, error) {
 	if IsURL(path) {
-		return openPostgres(ctx, path, 2, true)
+		return openPostgres(ctx, path, 2, schemaExisting)
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
@@ -177,7 +191,7 @@ func OpenShort(ctx context.Context, path string) (*DB, error) {
 // A schema newer than this binary knows is still refused.
 func OpenNoMigrate(ctx context.Context, path string) (*DB, error) {
 	if IsURL(path) {
-		return openPostgres(ctx, path, 2, false)
+		return openPostgres(ctx, path, 2, schemaAsIs)
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
@@ -255,10 +269,12 @@ func exists(path string) bool {
 }
 
 // OpenExisting is Open for a database that must already exist, so that a
-// mistyped root is reported rather than silently created.
+// mistyped root is reported rather than silently created. On PostgreSQL
+// that is a database that holds a forge's record: an empty one (a
+// mistyped COLLAB_DB, say) is refused, not given a schema.
 func OpenExisting(ctx context.Context, path string) (*DB, error) {
 	if IsURL(path) {
-		return Open(ctx, path)
+		return openPostgres(ctx, path, 8, schemaExisting)
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no forge database (run collab-hook init?): %w", err)
@@ -499,9 +515,6 @@ func (db *DB) lock(ctx context.Context, left time.Duration) (func(), error) {
 }
 
 func (db *DB) migrate(ctx context.Context) error {
-	if db.pg {
-		return db.migratePG(ctx)
-	}
 	have, known, err := db.version(ctx)
 	if err != nil {
 		return err
