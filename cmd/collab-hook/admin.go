@@ -26,7 +26,10 @@ func initCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "the web UI's base URL"},
 			&cli.StringFlag{Name: "ssh", Usage: "how users reach the forge, e.g. ssh://git@forge.example:2222"},
-			&cli.StringFlag{Name: "db", Usage: "keep the record on PostgreSQL: postgres://USER@HOST/DBNAME (the db setting)"},
+			// COLLAB_DB too: a root made with it and no db setting would
+			// leave every other process (sshd's forced command has no
+			// COLLAB_DB) looking for a SQLite file.
+			&cli.StringFlag{Name: "db", EnvVars: []string{forge.EnvDB}, Usage: "keep the record on PostgreSQL: postgres://USER@HOST/DBNAME (the db setting)"},
 		},
 		Action: func(c *cli.Context) error {
 			root, err := rootOf(c)

@@ -112,6 +112,12 @@ func (r Root) DBLocation() string {
 	if v := os.Getenv(EnvDB); v != "" {
 		return v
 	}
+	return r.storedDBLocation()
+}
+
+// storedDBLocation is where the root itself keeps its record, whatever
+// COLLAB_DB says for this run: the db setting, else the SQLite file.
+func (r Root) storedDBLocation() string {
 	if b, err := os.ReadFile(r.DBSettingPath()); err == nil {
 		if v := strings.TrimSpace(string(b)); v != "" {
 			return v
@@ -251,11 +257,12 @@ func Init(ctx context.Context, r Root, settings map[string]string) error {
 	})
 }
 
-// initLocation is where init puts the record: the db setting given, which
-// must be a PostgreSQL URL and may not move a root that already has a
-// record elsewhere (migrate-to-postgres does that), else where it is.
+// initLocation is where init puts the record: the db setting given (init
+// --db, or COLLAB_DB), which must be a PostgreSQL URL and may not move a
+// root that already has a record elsewhere (migrate-to-postgres does
+// that), else where it is.
 func initLocation(r Root, db string) (string, error) {
-	have := r.DBLocation()
+	have := r.storedDBLocation()
 	if db == "" {
 		return have, nil
 	}
