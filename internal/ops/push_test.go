@@ -103,7 +103,7 @@ func TestHookHint(t *testing.T) {
 }
 
 func TestBaseOfAndUpdates(t *testing.T) {
-	for in, want := range map[string]string{"refs/for/main": "main", "refs/for/refs/heads/rel/1": "rel/1", "refs/for/": "", "refs/for/-x": ""} {
+	for in, want := range map[string]string{"refs/for/main": "main", "refs/for/refs/heads/rel/1": "rel/1", "refs/for/": "", "refs/for/-x": "", "refs/for/caf\xe9": "", "refs/for/a\x1b[31m": "", "refs/for/" + strings.Repeat("b", 1025): ""} {
 		got, err := pushcheck.BaseOf(in)
 		if got != want || (want == "") != (err != nil) {
 			t.Errorf("pushcheck.BaseOf(%q) = %q, %v", in, got, err)

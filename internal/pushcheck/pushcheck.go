@@ -101,15 +101,25 @@ func countFor(us []Update) int {
 
 // BaseOf returns the target branch of a refs/for/BASE ref; BASE may also
 // be spelled refs/heads/BASE, and be followed by Gerrit's %options
-// suffix, as Gerrit allows.
+// suffix, as Gerrit allows. The branch becomes the patch's base, kept in
+// the record and shown on pages: git takes any bytes in a ref name, and
+// PostgreSQL refused one that was not UTF-8 deep in the write (the push
+// failed as an internal error), so such a name is refused here.
 func BaseOf(ref string) (string, error) {
 	bare, _ := SplitFor(ref)
 	b := strings.TrimPrefix(strings.TrimPrefix(bare, ForPrefix), HeadsPrefix)
 	if b == "" || strings.HasPrefix(b, "-") || !git.IsFullRef(HeadsPrefix+b) {
-		return "", fault.New(fault.Usage, "bad target %s: push to refs/for/BRANCH", ref)
+		return "", fault.New(fault.Usage, "bad target %s: push to refs/for/BRANCH", text.Clip(ref))
+	}
+	if err := text.CheckLine("target branch", b, maxBranch); err != nil {
+		return "", fault.New(fault.Usage, "bad target %s: %s", text.Clip(ref), fault.Public(err))
 	}
 	return b, nil
 }
+
+// maxBranch bounds a target branch's name: past any real branch's, short
+// enough to show on a page.
+const maxBranch = 1024
 
 // RepoDirOf finds the repository a hook ran in (gitDir, its GIT_DIR, ""
 // as unset; else wd, its working directory, as git runs hooks of a bare
