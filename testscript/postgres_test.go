@@ -75,6 +75,53 @@ func TestScriptsPostgres(t *testing.T) {
 		}
 	}
 	t.Run("http", func(t *testing.T) { run(t, "http", "testdata", http) })
+	t.Run("outage", func(t *testing.T) { runOutage(t, outageOnly) })
+}
+
+// outageOnly are the scenarios in postgres/ that stop the record's server
+// (pg-stop, pg-start): each gets a cluster of its own.
+var outageOnly = []string{"outage_sshd"}
+
+// clusterKey is where an outage scenario's Env keeps its cluster.
+type clusterKey struct{}
+
+func runOutage(t *testing.T, names []string) {
+	ctx := context.Background()
+	p := params(t, "")
+	for _, name := range names {
+		p.Files = append(p.Files, filepath.Join("postgres", name+".txtar"))
+	}
+	p.Setup = func(e *testscript.Env) error {
+		c, err := pgtest.Start(ctx)
+		if err != nil {
+			return err
+		}
+		e.Defer(func() { c.Stop(ctx) })
+		e.Values[clusterKey{}] = c
+		url, err := c.CreateDB(ctx, "forge")
+		if err != nil {
+			return err
+		}
+		e.Setenv("TRANSPORT", "ssh")
+		return setupDB(t, e, url)
+	}
+	// pg-stop ends every session and stops the server; pg-start starts it
+	// again, with the record as it was.
+	updown := func(up bool) func(ts *testscript.TestScript, neg bool, args []string) {
+		return func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 0 {
+				ts.Fatalf("usage: pg-stop | pg-start")
+			}
+			c := ts.Value(clusterKey{}).(*pgtest.Cluster)
+			if up {
+				ts.Check(c.Up(ctx))
+			} else {
+				ts.Check(c.Down(ctx))
+			}
+		}
+	}
+	p.Cmds["pg-stop"], p.Cmds["pg-start"] = updown(false), updown(true)
+	testscript.Run(t, p)
 }
 
 // setupDB is setup with the record at url. The scenarios read the record

@@ -25,6 +25,7 @@ import (
 	"github.com/collab-forge/collab/internal/journal"
 	"github.com/collab-forge/collab/internal/layout"
 	"github.com/collab-forge/collab/internal/ops"
+	"github.com/collab-forge/collab/internal/principals"
 	"github.com/collab-forge/collab/internal/store"
 	"github.com/collab-forge/collab/internal/web"
 	"github.com/collab-forge/collab/internal/webhook"
@@ -46,6 +47,8 @@ func main() {
 				Usage: "how often to make up what killed hooks left undone (missed merge scans, revision refs)"},
 			&cli.DurationFlag{Name: "sweep-grace", Value: 10 * time.Second,
 				Usage: "leave a branch that moved less than this ago to its own post-receive"},
+			&cli.DurationFlag{Name: "outage-keys-every", Value: time.Minute,
+				Usage: "with the record on PostgreSQL: how often to rewrite this host's outage key index, which lets known keys log in (to be told to try again later) while the record does not answer"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this PEM certificate (chain) file; with --tls-key"},
 			&cli.StringFlag{Name: "tls-key", Usage: "the PEM private key of --tls-cert"},
 			&cli.IntFlag{Name: "git-slots", Value: web.DefaultGitSlots,
@@ -148,6 +151,9 @@ func serve(c *cli.Context) error {
 		})
 	}()
 	go func() { defer bg.Done(); db.KeepWALSmall(bctx, c.Duration("checkpoint-every"), log) }()
+	// Every host keeps its outage key index (a record on PostgreSQL only).
+	bg.Add(1)
+	go func() { defer bg.Done(); principals.KeepOutageIndex(bctx, db, c.Duration("outage-keys-every"), log) }()
 	defer func() { stopBackground(); bg.Wait() }()
 
 	errc := make(chan error, 1)

@@ -47,6 +47,12 @@ var ErrUnusable = errors.New("key index unusable")
 // Path is the index of the database at dbPath.
 func Path(dbPath string) string { return dbPath + ".keys" }
 
+// OutagePath is the index a host whose record is on PostgreSQL keeps for
+// when the record does not answer: the same format, under a name that
+// neither keys-command.awk nor Answer reads, since it may be behind the
+// record (internal/principals).
+func OutagePath(dbPath string) string { return dbPath + ".keys-outage" }
+
 // Entry is one key of an enabled principal.
 type Entry struct{ Type, Blob, Principal string }
 

@@ -196,8 +196,8 @@ type host struct {
 // directory and forge key. Agents on both race for the issues' leases:
 // each issue goes to one agent. A comment written through A shows on B's
 // page at once. Each event is delivered to a webhook once, though both
-// hosts' collab-web run. B's collab-web reaches the record through a URL
-// of its own (--db).
+// hosts' collab-web run. A key added on A reaches B's outage key index.
+// B's collab-web reaches the record through a URL of its own (--db).
 func TestTwoHosts(t *testing.T) {
 	f := newPGForge(t)
 	url, dir := f.url, f.dir
@@ -244,7 +244,7 @@ func TestTwoHosts(t *testing.T) {
 
 	for _, h := range []*host{a, b} {
 		h.addr = freeAddr(t)
-		args := []string{"--root", h.root, "--listen", h.addr}
+		args := []string{"--root", h.root, "--listen", h.addr, "--outage-keys-every", "100ms"}
 		if h == b {
 			// B's collab-web reaches the record its own way, its
 			// statements prepared (collab-web --db).
@@ -263,6 +263,15 @@ func TestTwoHosts(t *testing.T) {
 			}
 		})
 	}
+
+	// A key added through A reaches B's outage key index, which B's
+	// collab-web rewrites from the record.
+	pub := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINgIsotr9nsBT/qLhZoYxf2ExLlPmLnYf4LMzxcRqSUf"
+	must(a.root, "key", "add", "alice", pub)
+	waitFor(t, "A's key in B's outage key index", func() bool {
+		idx, _ := os.ReadFile(filepath.Join(b.root, "collab.db.keys-outage"))
+		return strings.Contains(string(idx), pub+" alice\n")
+	})
 
 	var ids []string
 	for n := range 6 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -215,10 +216,11 @@ func WriteKeyIndex(ctx context.Context, db *store.DB) error {
 }
 
 // writeIndex writes the key files beside db's record. A record on
-// PostgreSQL keeps none: another host may change the keys, and a file of
-// this host's would go on letting in a key removed there. With no index
-// keys-command (the awk, collab-hook-fast) asks the record itself, so a
-// key added on any host is let in at once.
+// PostgreSQL keeps no index that keys-command reads: another host may
+// change the keys, and a file of this host's would go on letting in a key
+// removed there. With no index keys-command (the awk, collab-hook-fast)
+// asks the record itself, so a key added on any host is let in at once.
+// It keeps the outage index instead (writeOutage).
 func writeIndex(ctx context.Context, q store.Querier, db *store.DB) error {
 	dbPath := db.Beside()
 	if db.Postgres() {
@@ -227,8 +229,25 @@ func writeIndex(ctx context.Context, q store.Querier, db *store.DB) error {
 				return fmt.Errorf("remove %s: %w", p, err)
 			}
 		}
-		return nil
+		return writeOutage(ctx, q, dbPath)
 	}
+	es, err := indexEntries(ctx, q)
+	if err != nil {
+		return err
+	}
+	b, err := keyindex.Format(es)
+	if err != nil {
+		return err
+	}
+	// The database's own mode: the forge's user and its group read it.
+	if err := keyindex.Write(keyindex.Path(dbPath), b, store.FileMode); err != nil {
+		return err
+	}
+	return writeAuthorized(ctx, q, dbPath, es, keyindex.MaxAuthorized)
+}
+
+// indexEntries are the keys of every enabled principal.
+func indexEntries(ctx context.Context, q store.Querier) ([]keyindex.Entry, error) {
 	var es []keyindex.Entry
 	err := store.Each(ctx, q, `SELECT k.type, k.blob, k.principal FROM keys k JOIN principals p ON p.name = k.principal
 		WHERE p.disabled = 0 ORDER BY k.type, k.blob`, nil, func(rows *sql.Rows) error {
@@ -240,17 +259,50 @@ func writeIndex(ctx context.Context, q store.Querier, db *store.DB) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read keys for the key index: %w", err)
+		return nil, fmt.Errorf("read keys for the key index: %w", err)
+	}
+	return es, nil
+}
+
+// writeOutage writes the outage index beside the record at dbPath
+// (keyindex.OutagePath): what keys-command answers from when the record
+// on PostgreSQL does not answer, so that a user whose key the forge knew
+// reaches serve and is told to try again later (exit 6), where sshd would
+// otherwise refuse the login as if the key were unknown. A key it still
+// holds but that another host removed since gets no further: serve checks
+// the principal and the key in the record, and refuses while it cannot.
+func writeOutage(ctx context.Context, q store.Querier, dbPath string) error {
+	es, err := indexEntries(ctx, q)
+	if err != nil {
+		return err
 	}
 	b, err := keyindex.Format(es)
 	if err != nil {
 		return err
 	}
-	// The database's own mode: the forge's user and its group read it.
-	if err := keyindex.Write(keyindex.Path(dbPath), b, store.FileMode); err != nil {
-		return err
+	return keyindex.Write(keyindex.OutagePath(dbPath), b, store.FileMode)
+}
+
+// KeepOutageIndex rewrites the outage index of a record on PostgreSQL
+// every interval until ctx ends, so that it follows the keys changed on
+// other hosts (collab-web runs it on every host); on SQLite it returns at
+// once. A round that fails is logged and the next one tries again.
+func KeepOutageIndex(ctx context.Context, db *store.DB, every time.Duration, log *slog.Logger) {
+	if !db.Postgres() {
+		return
 	}
-	return writeAuthorized(ctx, q, dbPath, es, keyindex.MaxAuthorized)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := writeOutage(ctx, db.R(), db.Beside()); err != nil && ctx.Err() == nil {
+			log.Warn("outage key index not rewritten", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // writeAuthorized writes the authorized_keys file where the root's setting
@@ -340,6 +392,13 @@ func KeysCommand(ctx context.Context, c Command, dbPath, loc, typ, blob string) 
 		}
 	}
 	name, err := ownerInDB(ctx, loc, typ, blob)
+	if fault.KindOf(err) == fault.Unavailable {
+		// The record does not answer: the outage index lets in whom the
+		// forge knew, for serve to tell them so (writeOutage).
+		if known, lerr := keyindex.Lookup(keyindex.OutagePath(dbPath), typ, blob); lerr == nil && known != "" {
+			name, err = known, nil
+		}
+	}
 	if err != nil || name == "" {
 		return "", err
 	}
