@@ -217,17 +217,25 @@ func killer(root, binary string, stop <-chan struct{}, kills, directKills *atomi
 // COLLAB_KILLTEST_SEED replays a run's kill choices and workers' pushes
 // (the timing, and so what a kill hits, still varies).
 func TestKillPushes(t *testing.T) {
+	ops := killOps(t, "COLLAB_KILLTEST_OPS", 300)
+	killPushes(t, newCrashForge(t, filepath.Join(t.TempDir(), "root")), ops)
+}
+
+// killOps is how many pushes a kill test makes: the variable env, else
+// def; it skips t in -short runs and where that is 0.
+func killOps(t *testing.T, env string, def int) int {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("short")
 	}
-	ops := 300
-	if v := os.Getenv("COLLAB_KILLTEST_OPS"); v != "" {
+	ops := def
+	if v := os.Getenv(env); v != "" {
 		ops, _ = strconv.Atoi(v)
 	}
 	if ops <= 0 {
-		t.Skip("COLLAB_KILLTEST_OPS=0")
+		t.Skip(env + "=0")
 	}
-	killPushes(t, newCrashForge(t, filepath.Join(t.TempDir(), "root")), ops)
+	return ops
 }
 
 // TestKillPushesPostgres is TestKillPushes on a forge whose record is on
@@ -235,16 +243,7 @@ func TestKillPushes(t *testing.T) {
 // (the server rolls it back) rather than with a file lock:
 // COLLAB_KILLTEST_PG_OPS sizes it (default 120; 0 skips).
 func TestKillPushesPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	ops := 120
-	if v := os.Getenv("COLLAB_KILLTEST_PG_OPS"); v != "" {
-		ops, _ = strconv.Atoi(v)
-	}
-	if ops <= 0 {
-		t.Skip("COLLAB_KILLTEST_PG_OPS=0")
-	}
+	ops := killOps(t, "COLLAB_KILLTEST_PG_OPS", 120)
 	url, err := pgtest.ForTest(t).CreateDB(context.Background(), "kill")
 	if err != nil {
 		t.Fatal(err)

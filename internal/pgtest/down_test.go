@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -90,19 +89,8 @@ func outage(t *testing.T, parent *pgForge, db string) {
 	f.pushAs(root, "alice", "HEAD:main", "init")
 	f.pushAs(root, "alice", "HEAD:refs/for/main", "Stream 0\n\nPatch: "+patch)
 
-	web := &host{root: root, addr: freeAddr(t)}
-	web.web = exec.Command(filepath.Join(f.dir, "collab-web"), "--root", root, "--listen", web.addr)
-	web.web.Stdout, web.web.Stderr = &web.logs, &web.logs
-	if err := web.web.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		web.web.Process.Signal(os.Interrupt)
-		web.web.Wait()
-		if t.Failed() {
-			t.Logf("collab-web:\n%s", web.logs.String())
-		}
-	})
+	web := &host{root: root}
+	web.start(t, f.dir)
 	waitPage(t, "http://"+web.addr+"/healthz")
 	apiComment := func(body string) *http.Response {
 		req, _ := http.NewRequest("POST", "http://"+web.addr+"/api/v1/repos/demo/issues/"+issue+"/comments",

@@ -191,6 +191,25 @@ type host struct {
 	logs       bytes.Buffer
 }
 
+// start runs the collab-web of dir (make build's) for h on a free address,
+// with args added, until t ends; its log is shown if t failed.
+func (h *host) start(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	h.addr = freeAddr(t)
+	h.web = exec.Command(filepath.Join(dir, "collab-web"), append([]string{"--root", h.root, "--listen", h.addr}, args...)...)
+	h.web.Stdout, h.web.Stderr = &h.logs, &h.logs
+	if err := h.web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.web.Process.Signal(os.Interrupt)
+		h.web.Wait()
+		if t.Failed() {
+			t.Logf("collab-web on %s:\n%s", filepath.Base(h.root), h.logs.String())
+		}
+	})
+}
+
 // TestTwoHosts: two forge hosts, each its own root and collab-web, share
 // one PostgreSQL record and (as a shared mount would) one repositories
 // directory and forge key. Agents on both race for the issues' leases:
@@ -242,27 +261,10 @@ func TestTwoHosts(t *testing.T) {
 	}
 	must(b.root, "init", "--db", url, "--url", "http://a.test")
 
-	for _, h := range []*host{a, b} {
-		h.addr = freeAddr(t)
-		args := []string{"--root", h.root, "--listen", h.addr, "--outage-keys-every", "100ms"}
-		if h == b {
-			// B's collab-web reaches the record its own way, its
-			// statements prepared (collab-web --db).
-			args = append(args, "--db", url+"&default_query_exec_mode=cache_statement")
-		}
-		h.web = exec.Command(filepath.Join(dir, "collab-web"), args...)
-		h.web.Stdout, h.web.Stderr = &h.logs, &h.logs
-		if err := h.web.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			h.web.Process.Signal(os.Interrupt)
-			h.web.Wait()
-			if t.Failed() {
-				t.Logf("collab-web on %s:\n%s", filepath.Base(h.root), h.logs.String())
-			}
-		})
-	}
+	a.start(t, dir, "--outage-keys-every", "100ms")
+	// B's collab-web reaches the record its own way, its statements
+	// prepared (collab-web --db).
+	b.start(t, dir, "--outage-keys-every", "100ms", "--db", url+"&default_query_exec_mode=cache_statement")
 
 	// A key added through A reaches B's outage key index, which B's
 	// collab-web rewrites from the record.

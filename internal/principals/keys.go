@@ -235,15 +235,20 @@ func writeIndex(ctx context.Context, q store.Querier, db *store.DB) error {
 	if err != nil {
 		return err
 	}
+	if err := writeIndexFile(keyindex.Path(dbPath), es); err != nil {
+		return err
+	}
+	return writeAuthorized(ctx, q, dbPath, es, keyindex.MaxAuthorized)
+}
+
+// writeIndexFile writes es as a key index at path, with the database's
+// own mode: the forge's user and its group read it.
+func writeIndexFile(path string, es []keyindex.Entry) error {
 	b, err := keyindex.Format(es)
 	if err != nil {
 		return err
 	}
-	// The database's own mode: the forge's user and its group read it.
-	if err := keyindex.Write(keyindex.Path(dbPath), b, store.FileMode); err != nil {
-		return err
-	}
-	return writeAuthorized(ctx, q, dbPath, es, keyindex.MaxAuthorized)
+	return keyindex.Write(path, b, store.FileMode)
 }
 
 // indexEntries are the keys of every enabled principal.
@@ -276,11 +281,7 @@ func writeOutage(ctx context.Context, q store.Querier, dbPath string) error {
 	if err != nil {
 		return err
 	}
-	b, err := keyindex.Format(es)
-	if err != nil {
-		return err
-	}
-	return keyindex.Write(keyindex.OutagePath(dbPath), b, store.FileMode)
+	return writeIndexFile(keyindex.OutagePath(dbPath), es)
 }
 
 // KeepOutageIndex rewrites the outage index of a record on PostgreSQL

@@ -236,7 +236,8 @@ func TestPostgresOpenExisting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, open := range map[string]func(context.Context, string) (*DB, error){"OpenExisting": OpenExisting, "OpenShort": OpenShort} {
+	opens := map[string]func(context.Context, string) (*DB, error){"OpenExisting": OpenExisting, "OpenShort": OpenShort}
+	for name, open := range opens {
 		if db, err := open(ctx, u); err == nil || !strings.Contains(err.Error(), "no forge record") {
 			t.Errorf("%s of an empty database = %v; want no forge record", name, err)
 			if db != nil {
@@ -257,7 +258,7 @@ func TestPostgresOpenExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	for name, open := range map[string]func(context.Context, string) (*DB, error){"OpenExisting": OpenExisting, "OpenShort": OpenShort} {
+	for name, open := range opens {
 		db, err := open(ctx, u)
 		if err != nil {
 			t.Errorf("%s of the record init made: %v", name, err)
