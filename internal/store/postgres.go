@@ -34,6 +34,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -193,7 +194,28 @@ func (s boolStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (dr
 
 func (s boolStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	rows, err := s.Stmt.QueryContext(ctx, intBools(args))
-	return rows, classifyPG(err)
+	return classifyRows(rows), classifyPG(err)
+}
+
+// classifiedRows are pgx's rows whose Next classifies its errors too: a
+// listing whose connection the server ends after its first row (pgx reads
+// that one with the query) meets the outage there. Its other methods,
+// the optional column-type ones included, are pgx's.
+type classifiedRows struct{ *stdlib.Rows }
+
+func (r classifiedRows) Next(dest []driver.Value) error {
+	err := r.Rows.Next(dest)
+	if err == io.EOF { // the end of the rows, compared as database/sql does
+		return err
+	}
+	return classifyPG(err)
+}
+
+func classifyRows(rows driver.Rows) driver.Rows {
+	if r, ok := rows.(*stdlib.Rows); ok {
+		return classifiedRows{r}
+	}
+	return rows
 }
 
 func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -203,7 +225,7 @@ func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver
 
 func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	rows, err := c.Conn.QueryContext(ctx, Rebind(query), intBools(args))
-	return rows, classifyPG(err)
+	return classifyRows(rows), classifyPG(err)
 }
 
 // intBools passes a Go bool as 0 or 1: the schema keeps SQLite's integer
@@ -391,7 +413,8 @@ func classifyPG(err error) error {
 	case code == "XX001" || code == "XX002":
 		return fault.Wrap(err, "the forge database is damaged (PostgreSQL: "+code+"): restore it from a backup")
 	case strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P") || code == "53300" ||
-		errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed):
+		errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.ErrUnexpectedEOF): // the server closed the connection mid-message
 		return fault.Later(err, retryBusy, "the forge database is unavailable: try again later")
 	}
 	return err

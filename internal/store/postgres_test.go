@@ -226,6 +226,34 @@ func TestPostgresDown(t *testing.T) {
 	}
 }
 
+// TestPostgresRowsMidRead: a listing whose connection the server ends
+// after its first rows meets "try again later", as a query does.
+func TestPostgresRowsMidRead(t *testing.T) {
+	c := cluster(t)
+	db := openPG(t, c)
+	ctx := context.Background()
+	const q = "SELECT g, repeat('x', 200) FROM generate_series(1, 200000) g"
+	rows, err := db.R().QueryContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatalf("no first row: %v", rows.Err())
+	}
+	var ended bool
+	if err := db.R().QueryRowContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1", q).Scan(&ended); err != nil || !ended {
+		t.Fatalf("end the listing's session: %v, %v", ended, err)
+	}
+	n := 1
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("after %d rows: %v (%v), want unavailable", n, err, fault.KindOf(err))
+	}
+}
+
 // TestPostgresOpenExisting: the opens for a forge's existing record
 // refuse a database that holds none, and give it no schema; Open (init's)
 // makes the record, which they then open.
