@@ -48,6 +48,9 @@ default_pool_size = %[4]d
 ; after a failed server login pgbouncer refuses every client for this long
 ; before it tries again (default 15 s; docs/operations.md)
 server_login_retry = 1
+; a client that set session state (pg_restore sets search_path) must not
+; hand it to the next one: reset after every transaction (docs/operations.md)
+server_reset_query_always = 1
 ; lock_timeout goes with the pool's sessions, not a client's (docs/operations.md)
 ignore_startup_parameters = lock_timeout
 logfile = %[3]s/pgbouncer.log
