@@ -3,7 +3,6 @@
 package pgtest_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // TestBackupThroughBouncer: a forge whose db setting names the host's
@@ -27,16 +24,8 @@ import (
 // client: the restore's own check found no table there, as every query of
 // the forge on that server connection would have.)
 func TestBackupThroughBouncer(t *testing.T) {
-	ctx := context.Background()
 	f := newPGForge(t)
-	if _, err := f.c.CreateDB(ctx, "spare"); err != nil {
-		t.Fatal(err)
-	}
-	b, via, err := pgtest.StartBouncer(ctx, f.c.Sock(), "forge", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Stop()
+	via := f.pooled("forge")
 
 	root := filepath.Join(t.TempDir(), "root")
 	f.must(root, nil, "init", "--db", via)
@@ -54,11 +43,7 @@ func TestBackupThroughBouncer(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "backup")
 	f.must(root, nil, "backup", dir)
 	// The new root's record is reached through a pgbouncer too.
-	sb, spareVia, err := pgtest.StartBouncer(ctx, f.c.Sock(), "spare", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Stop()
+	spareVia := f.pooled("spare")
 	restored := filepath.Join(t.TempDir(), "restored")
 	f.must(restored, nil, "restore", "--db", spareVia, dir)
 	if out := f.must(restored, nil, "fsck"); !strings.Contains(out, "0 problems") {

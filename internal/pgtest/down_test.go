@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/collab-forge/collab/internal/pgtest"
 )
 
 // TestForgeWhilePostgresStops: the record's server stops (pg_ctl's fast
@@ -40,15 +38,7 @@ import (
 func TestForgeWhilePostgresStops(t *testing.T) {
 	f := newPGForge(t)
 	t.Run("direct", func(t *testing.T) { outage(t, f, f.url) })
-	ctx := context.Background()
-	if _, err := f.c.CreateDB(ctx, "pooled"); err != nil {
-		t.Fatal(err)
-	}
-	b, via, err := pgtest.StartBouncer(ctx, f.c.Sock(), "pooled", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Stop()
+	via := f.pooled("pooled")
 	t.Run("pgbouncer", func(t *testing.T) { outage(t, f, via) })
 }
 

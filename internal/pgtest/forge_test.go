@@ -52,6 +52,25 @@ func newPGForge(t *testing.T) *pgForge {
 
 func (f *pgForge) bin() string { return filepath.Join(f.dir, "collab-hook") }
 
+// pooled is the URL of database name of f's cluster through a pgbouncer
+// of its own in transaction pooling, as a host runs one; name is made
+// empty unless it is the forge's. The pgbouncer stops when f's test ends.
+func (f *pgForge) pooled(name string) string {
+	f.t.Helper()
+	ctx := context.Background()
+	if name != "forge" {
+		if _, err := f.c.CreateDB(ctx, name); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	b, via, err := pgtest.StartBouncer(ctx, f.c.Sock(), name, 4)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(b.Stop)
+	return via
+}
+
 // run runs collab-hook on root with env added, and returns its output and
 // exit code.
 func (f *pgForge) run(root string, env []string, args ...string) (string, int) {

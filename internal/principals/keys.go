@@ -384,7 +384,8 @@ func Owner(ctx context.Context, q store.Querier, typ, blob string) (string, erro
 // it. It reads the key index beside the database at dbPath, and the
 // record at loc itself only where the index cannot answer (missing, say,
 // in a root made before the index existed) or the record is on PostgreSQL
-// (where another host may have changed the keys).
+// (where another host may have changed the keys); there, while the record
+// does not answer, the outage index (writeOutage).
 func KeysCommand(ctx context.Context, c Command, dbPath, loc, typ, blob string) (string, error) {
 	if !store.IsURL(loc) {
 		line, err := keyindex.Answer(c, dbPath, typ, blob)

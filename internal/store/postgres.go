@@ -26,7 +26,11 @@ package store
 //   - Migrations are counted in a schema_version table, applied under an
 //     advisory lock so that two processes starting together apply each
 //     step once.
-//   - "Try again later" comes from PostgreSQL's own error codes (classifyPG).
+//   - "Try again later" comes from PostgreSQL's own error codes
+//     (classifyPG), told apart where an error leaves the driver (rebindConn,
+//     classifiedRows), so that reads meet an outage as writes do.
+//   - Only init (Open) makes a record: the opens for an existing forge
+//     refuse a database that holds none (schemaMode).
 
 import (
 	"context"
